@@ -1,0 +1,7 @@
+"""langchain-om: Observational Memory for LangChain and LangGraph agents."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]

@@ -1,0 +1,112 @@
+"""Errors raised by langchain-om.
+
+The tree, split by whose fault it is::
+
+    ObservationalMemoryError            base of everything we raise
+    ├── OMConfigError (ValueError)      bad options; the message names the option and the fix
+    ├── OMUsageError (ValueError)       a usage mistake: no thread id, sync call on an async-only store, …
+    ├── ModelResolutionError            a model spec cannot be turned into a chat model
+    │   └── MissingProviderError (ImportError)  a provider package or API key is missing
+    ├── ModelTierExceededError          input is larger than the largest ``ModelByInputTokens`` tier
+    ├── ObserverOutputError             the Observer's output cannot be used (raw text kept)
+    ├── ReflectorOutputError            the Reflector's output cannot be used (raw text kept)
+    ├── CycleFailedError                an observation or reflection cycle failed; nothing was removed
+    └── StorageError                    the store or checkpointer failed (raised ``from`` the cause)
+
+Every error has ``.message``. None subclasses ``BaseException`` directly.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CycleFailedError",
+    "MissingProviderError",
+    "ModelResolutionError",
+    "ModelTierExceededError",
+    "OMConfigError",
+    "OMUsageError",
+    "ObservationalMemoryError",
+    "ObserverOutputError",
+    "ReflectorOutputError",
+    "StorageError",
+]
+
+
+class ObservationalMemoryError(Exception):
+    """Base class of every error langchain-om raises."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class OMConfigError(ObservationalMemoryError, ValueError):
+    """Raised when options are invalid.
+
+    Raised at construction. The message names the option (dotted path, e.g.
+    ``observation.buffer_tokens``) and says how to fix it.
+    """
+
+    def __init__(self, message: str, *, option: str | None = None) -> None:
+        super().__init__(message)
+        self.option = option
+
+
+class OMUsageError(ObservationalMemoryError, ValueError):
+    """Raised when the library is used in a way it cannot honour (e.g. no ``thread_id``)."""
+
+
+class ModelResolutionError(ObservationalMemoryError):
+    """Raised when a model spec cannot be turned into a chat model."""
+
+
+class MissingProviderError(ModelResolutionError, ImportError):
+    """Raised when a provider package is not installed or its API key is not set.
+
+    The message says what to ``pip install`` or which environment variable to set.
+    """
+
+
+class ModelTierExceededError(ObservationalMemoryError):
+    """Raised when input is larger than the largest tier of a ``ModelByInputTokens``.
+
+    The OM cycle aborts; nothing is removed from context.
+    """
+
+    def __init__(self, message: str, *, input_tokens: int, largest_tier: int) -> None:
+        super().__init__(message)
+        self.input_tokens = input_tokens
+        self.largest_tier = largest_tier
+
+
+class ObserverOutputError(ObservationalMemoryError):
+    """Raised when the Observer's output is unusable (e.g. degenerate repetition twice)."""
+
+    def __init__(self, message: str, *, raw: str = "") -> None:
+        super().__init__(message)
+        self.raw = raw
+
+
+class ReflectorOutputError(ObservationalMemoryError):
+    """Raised when the Reflector's output is unusable (empty or degenerate on every attempt)."""
+
+    def __init__(self, message: str, *, raw: str = "") -> None:
+        super().__init__(message)
+        self.raw = raw
+
+
+class CycleFailedError(ObservationalMemoryError):
+    """Raised when a synchronous observation or reflection cycle fails.
+
+    Nothing was removed from context and no message was lost; ``__cause__`` holds the
+    underlying error. Set ``on_failure="continue"`` to continue the turn without observing.
+    """
+
+    def __init__(self, message: str, *, operation: str, thread_id: str | None) -> None:
+        super().__init__(message)
+        self.operation = operation
+        self.thread_id = thread_id
+
+
+class StorageError(ObservationalMemoryError):
+    """Raised when the store or checkpointer fails; raised ``from`` the backend error."""
