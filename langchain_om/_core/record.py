@@ -1,0 +1,135 @@
+"""Pure operations on the OM record: create it, append observations, update hints.
+
+Every function returns a new record; inputs are never mutated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from langchain_om._core.types import RECORD_VERSION, Hints, ObservationGroup, OMRecord
+
+
+def new_id() -> str:
+    """A fresh 16-hex id."""
+    return uuid.uuid4().hex[:16]
+
+
+def record_id_for(thread_id: str, resource_id: str | None, scope: str) -> str:
+    key = f"resource:{resource_id}" if scope == "resource" else f"thread:{thread_id}"
+    return "om_" + hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
+
+
+def new_record(
+    *,
+    thread_id: str,
+    resource_id: str | None,
+    scope: Literal["thread", "resource"] = "thread",
+    timezone: str = "UTC",
+    now: str,
+) -> OMRecord:
+    return OMRecord(
+        v=RECORD_VERSION,
+        record_id=record_id_for(thread_id, resource_id, scope),
+        thread_id=thread_id,
+        resource_id=resource_id,
+        scope=scope,
+        generation=0,
+        groups=[],
+        observation_tokens=0,
+        observed_message_count=0,
+        last_observed_message_id=None,
+        hints={},
+        extracted={},
+        buffered=[],
+        buffered_reflection=None,
+        timezone=timezone,
+        created_at=now,
+        updated_at=now,
+        last_activity_at=None,
+        last_actor_model=None,
+        last_buffered_at_tokens=0,
+        reflection_suppressed_at_tokens=None,
+        total_tokens_observed=0,
+        title=None,
+    )
+
+
+def coerce_record(value: Any) -> OMRecord | None:
+    """Return ``value`` as a record if it looks like one of ours, else ``None``."""
+    if isinstance(value, Mapping) and value.get("v") == RECORD_VERSION and "groups" in value:
+        return dict(value)  # type: ignore[return-value]
+    return None
+
+
+def log_text(groups: Sequence[ObservationGroup]) -> str:
+    """The observation log as plain text (groups joined by blank lines)."""
+    return "\n\n".join(g["text"] for g in groups if g["text"].strip())
+
+
+def make_group(
+    *,
+    text: str,
+    tokens: int,
+    message_ids: Sequence[str],
+    observed_at: str,
+    group_id: str | None = None,
+) -> ObservationGroup:
+    ids = [m for m in message_ids if m]
+    return ObservationGroup(
+        id=group_id or new_id(),
+        kind="observation",
+        text=text,
+        tokens=tokens,
+        range=[ids[0], ids[-1]] if ids else None,
+        observed_at=observed_at,
+        sources=[],
+    )
+
+
+def merge_hints(old: Hints, new: Mapping[str, str | None], *, thread_title: bool) -> Hints:
+    """New non-empty hints replace old ones; a title only when titles are enabled."""
+    merged: dict[str, str] = dict(old)
+    for key in ("current_task", "suggested_response", "thread_title"):
+        value = new.get(key)
+        if key == "thread_title" and not thread_title:
+            continue
+        if value and value.strip():
+            merged[key] = value.strip()
+    return merged  # type: ignore[return-value]
+
+
+def append_observations(
+    record: OMRecord,
+    *,
+    group: ObservationGroup,
+    observed_ids: Sequence[str],
+    observed_tokens: int,
+    hints: Mapping[str, str | None],
+    extracted: Mapping[str, Any],
+    thread_title: bool,
+    now: str,
+) -> OMRecord:
+    """Append one group to the log and advance the cursor past ``observed_ids``."""
+    out: OMRecord = dict(record)  # type: ignore[assignment]
+    groups = list(record["groups"])
+    if group["text"].strip():
+        groups.append(group)
+    out["groups"] = groups
+    out["observation_tokens"] = sum(g["tokens"] for g in groups)
+    out["observed_message_count"] = record["observed_message_count"] + len(observed_ids)
+    if observed_ids:
+        out["last_observed_message_id"] = observed_ids[-1]
+    out["hints"] = merge_hints(record["hints"], hints, thread_title=thread_title)
+    if thread_title and out["hints"].get("thread_title"):
+        title = out["hints"]["thread_title"]
+        if len(title) >= 3:
+            out["title"] = title
+    if extracted:
+        out["extracted"] = {**record["extracted"], **extracted}
+    out["total_tokens_observed"] = record["total_tokens_observed"] + observed_tokens
+    out["updated_at"] = now
+    return out

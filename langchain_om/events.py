@@ -1,0 +1,259 @@
+"""Typed OM events (SPEC §8).
+
+Every event is a frozen pydantic model with a ``type`` literal. Front doors stream them through
+LangGraph's custom stream (``stream_mode="custom"``) as ``event.to_part()`` — a JSON-native
+``{"type": ..., "data": {...}}`` dict — and every event also goes to ``on_debug_event``.
+
+Example:
+    >>> ev = ObservationStartEvent(cycle_id="c1", operation_type="observation",
+    ...     started_at="2026-11-30T00:00:00+00:00", tokens_to_observe=10, record_id="r",
+    ...     thread_id="t")
+    >>> ev.to_part()["type"]
+    'data-om-observation-start'
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ActivationEvent",
+    "BufferedObservationsStatus",
+    "BufferedReflectionStatus",
+    "BufferingEndEvent",
+    "BufferingFailedEvent",
+    "BufferingStartEvent",
+    "OMEvent",
+    "ObservationEndEvent",
+    "ObservationFailedEvent",
+    "ObservationStartEvent",
+    "StatusEvent",
+    "TemporalGapEvent",
+    "ThreadUpdateEvent",
+    "WindowUsage",
+]
+
+OperationType = Literal["observation", "reflection"]
+BufferStatus = Literal["idle", "running", "complete"]
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: str
+
+    def to_part(self) -> dict[str, Any]:
+        """Return the JSON-native data part: ``{"type": ..., "data": {...}}``."""
+        data = self.model_dump(mode="json", exclude={"type"})
+        return {"type": self.type, "data": data}
+
+
+class WindowUsage(BaseModel):
+    """Tokens in a window and the threshold that acts on it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tokens: int
+    threshold: int
+
+
+class BufferedObservationsStatus(BaseModel):
+    """State of background-buffered observations."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunks: int = 0
+    message_tokens: int = 0
+    projected_message_removal: int = 0
+    observation_tokens: int = 0
+    status: BufferStatus = "idle"
+
+
+class BufferedReflectionStatus(BaseModel):
+    """State of a background reflection."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_observation_tokens: int = 0
+    observation_tokens: int = 0
+    status: BufferStatus = "idle"
+
+
+class StatusEvent(_Event):
+    """``data-om-status``: a snapshot before every model call."""
+
+    type: Literal["data-om-status"] = "data-om-status"
+    messages: WindowUsage
+    observations: WindowUsage
+    buffered_observations: BufferedObservationsStatus = Field(
+        default_factory=BufferedObservationsStatus
+    )
+    buffered_reflection: BufferedReflectionStatus = Field(
+        default_factory=BufferedReflectionStatus
+    )
+    record_id: str
+    thread_id: str
+    step_number: int
+    generation_count: int
+
+
+class ObservationStartEvent(_Event):
+    """``data-om-observation-start``: a synchronous observation or reflection began."""
+
+    type: Literal["data-om-observation-start"] = "data-om-observation-start"
+    cycle_id: str
+    operation_type: OperationType
+    started_at: str
+    tokens_to_observe: int
+    record_id: str
+    thread_id: str
+    thread_ids: list[str] = Field(default_factory=list)
+    trigger: str = "turn-sync"
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class ObservationEndEvent(_Event):
+    """``data-om-observation-end``: a synchronous observation or reflection succeeded."""
+
+    type: Literal["data-om-observation-end"] = "data-om-observation-end"
+    cycle_id: str
+    operation_type: OperationType
+    completed_at: str
+    duration_ms: int
+    tokens_observed: int
+    observation_tokens: int
+    observations: str
+    current_task: str | None = None
+    suggested_response: str | None = None
+    extracted_values: dict[str, Any] = Field(default_factory=dict)
+    extraction_failures: list[dict[str, str]] = Field(default_factory=list)
+    record_id: str
+    thread_id: str
+    trigger: str = "turn-sync"
+
+
+class ObservationFailedEvent(_Event):
+    """``data-om-observation-failed``: a cycle failed; nothing was removed."""
+
+    type: Literal["data-om-observation-failed"] = "data-om-observation-failed"
+    cycle_id: str
+    operation_type: OperationType
+    failed_at: str
+    duration_ms: int
+    tokens_attempted: int
+    error: str
+    observations: str = ""
+    retrying: bool = False
+    record_id: str
+    thread_id: str
+    trigger: str = "turn-sync"
+
+
+class BufferingStartEvent(_Event):
+    """``data-om-buffering-start``: background work began."""
+
+    type: Literal["data-om-buffering-start"] = "data-om-buffering-start"
+    cycle_id: str
+    operation_type: OperationType
+    started_at: str
+    tokens_to_buffer: int
+    record_id: str
+    thread_id: str
+    thread_ids: list[str] = Field(default_factory=list)
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class BufferingEndEvent(_Event):
+    """``data-om-buffering-end``: background work is stored and waits for activation."""
+
+    type: Literal["data-om-buffering-end"] = "data-om-buffering-end"
+    cycle_id: str
+    operation_type: OperationType
+    completed_at: str
+    duration_ms: int
+    tokens_buffered: int
+    buffered_tokens: int
+    observations: str
+    extracted_values: dict[str, Any] = Field(default_factory=dict)
+    extraction_failures: list[dict[str, str]] = Field(default_factory=list)
+    record_id: str
+    thread_id: str
+
+
+class BufferingFailedEvent(_Event):
+    """``data-om-buffering-failed``: background work failed; the sync path takes over."""
+
+    type: Literal["data-om-buffering-failed"] = "data-om-buffering-failed"
+    cycle_id: str
+    operation_type: OperationType
+    failed_at: str
+    duration_ms: int
+    tokens_attempted: int
+    error: str
+    observations: str = ""
+    record_id: str
+    thread_id: str
+
+
+class ActivationEvent(_Event):
+    """``data-om-activation``: buffered work moved into the active log (no model call)."""
+
+    type: Literal["data-om-activation"] = "data-om-activation"
+    cycle_id: str
+    operation_type: OperationType
+    activated_at: str
+    chunks_activated: int
+    tokens_activated: int
+    observation_tokens: int
+    messages_activated: int
+    generation_count: int
+    observations: str
+    triggered_by: Literal["threshold", "ttl", "provider_change"]
+    last_activity_at: int | None = None
+    ttl_expired_ms: int | None = None
+    previous_model: str | None = None
+    current_model: str | None = None
+    record_id: str
+    thread_id: str
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class ThreadUpdateEvent(_Event):
+    """``data-om-thread-update``: the Observer changed the thread title."""
+
+    type: Literal["data-om-thread-update"] = "data-om-thread-update"
+    cycle_id: str
+    thread_id: str
+    old_title: str | None = None
+    new_title: str
+    timestamp: str
+
+
+class TemporalGapEvent(_Event):
+    """``data-system-reminder``: a time-gap reminder was inserted before a user message."""
+
+    type: Literal["data-system-reminder"] = "data-system-reminder"
+    reminder_type: Literal["temporal-gap"] = "temporal-gap"
+    message: str
+    gap_text: str
+    gap_ms: int
+    timestamp: str
+    precedes_message_id: str | None
+    thread_id: str
+
+
+OMEvent = (
+    StatusEvent
+    | ObservationStartEvent
+    | ObservationEndEvent
+    | ObservationFailedEvent
+    | BufferingStartEvent
+    | BufferingEndEvent
+    | BufferingFailedEvent
+    | ActivationEvent
+    | ThreadUpdateEvent
+    | TemporalGapEvent
+)
+"""Any OM event."""
