@@ -1,0 +1,257 @@
+"""The memory context the agent's model sees: preamble, observation log, continuation hints.
+
+The context is a list of *blocks* meant to be sent as separate text parts of one system
+message, ordered from most to least stable so provider prompt caches keep working::
+
+    [preamble, "<observations>" + group 1, group 2, ..., group n, "</observations>", hints]
+
+* The preamble depends only on the options (and recall instructions).
+* Group ``k``'s block depends only on groups ``1..k`` and on the calendar day of ``now``:
+  appending a group leaves every earlier block byte-identical, and relative labels such as
+  "(3 days ago)" change only when the day changes.
+* The hints (``<current-task>``, ``<suggested-response>``) change on every observation, so
+  they come last.
+
+Relative-time annotations are added at render time (never stored): ``Date:`` headers get a
+relative label, a gap line like ``[2 weeks later]`` separates dates more than a day apart
+(across group boundaries too), resolved dates such as ``(meaning Nov 20, 2026)`` get a
+relative label, and lines that state a plan for a date already past are marked ``likely
+already happened``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime
+
+from langchain_core.messages import SystemMessage
+
+from langchain_om._core.dates import gap_label, parse_date_header, relative_label, to_zone
+from langchain_om._core.types import OM_META_KEY, ObservationGroup, OMRecord
+from langchain_om.errors import OMUsageError
+
+__all__ = [
+    "MEMORY_MESSAGE_KIND",
+    "MEMORY_PREAMBLE",
+    "RANGES_NOTE",
+    "MemoryContext",
+    "annotate_relative_time",
+    "render_memory",
+]
+
+MEMORY_MESSAGE_KIND = "memory"
+"""``response_metadata["langchain_om"]["kind"]`` of the memory system message."""
+
+MEMORY_PREAMBLE = """\
+The <observations> block below is your memory. It was written while you talked with this \
+user: it covers earlier parts of THIS conversation whose messages are no longer shown to you, \
+and any past conversations with the same user. Treat it as things you remember, not as \
+something the user has just said.
+
+How to use it:
+- Use it. When the user refers to anything from before, answer from these observations and \
+mention the specific details they hold (names, numbers, dates, decisions) rather than \
+speaking in general terms.
+- Observations are in date order. When two of them disagree, the more recent one is right.
+- Dates carry labels relative to today, like "(3 days ago)". A plan or appointment whose date \
+has already passed most likely happened; treat it that way unless the observations say \
+otherwise.
+- Priorities: 🔴 important facts about the user and open goals, 🟡 useful detail, 🟢 minor \
+detail, ✅ done.
+- <current-task> is what you were working on and <suggested-response> is a hint for how to \
+continue. The user's latest message always takes priority over both, and over anything else \
+in memory.
+- Do not mention this memory, observations, or the system that keeps them. Continue the \
+conversation naturally, as someone who remembers it."""
+"""The usage guidance that opens the memory context."""
+
+RANGES_NOTE = """\
+Each observation group shows the `_range` of message ids it was written from. When you \
+need the exact original wording, pass one of those ids as the `cursor` of the `recall` tool."""
+"""Added to the preamble when group ranges are shown."""
+
+OBSERVATIONS_OPEN = "<observations>"
+OBSERVATIONS_CLOSE = "</observations>"
+
+
+@dataclass(frozen=True)
+class MemoryContext:
+    """The rendered memory, as cache-stable blocks.
+
+    An empty context (``blocks == []``) means there is nothing to inject: front doors skip
+    the memory message entirely.
+    """
+
+    blocks: list[str]
+    """Cache-stable chunks, most stable first; the hints block (if any) is last."""
+    text: str = field(init=False)
+    """All blocks joined by blank lines."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", "\n\n".join(self.blocks))
+
+    @property
+    def is_empty(self) -> bool:
+        """Whether there is nothing to inject."""
+        return not self.blocks
+
+    def to_system_message(self) -> SystemMessage:
+        """One system message with one text part per block.
+
+        The message is tagged ``response_metadata["langchain_om"] = {"kind": "memory"}`` so
+        OM never observes its own memory.
+
+        Raises:
+            OMUsageError: the context is empty (check ``is_empty`` first).
+        """
+        if not self.blocks:
+            raise OMUsageError(
+                "the memory context is empty; skip injecting it (check MemoryContext.is_empty)"
+            )
+        content: list[str | dict[str, str]] = [
+            {"type": "text", "text": block} for block in self.blocks
+        ]
+        return SystemMessage(
+            content=content,
+            response_metadata={OM_META_KEY: {"kind": MEMORY_MESSAGE_KIND}},
+        )
+
+
+def render_memory(
+    record: OMRecord,
+    *,
+    now: datetime,
+    retrieval: bool = False,
+    recall_instructions: str | None = None,
+    timezone: str | None = None,
+    show_ranges: bool | None = None,
+) -> MemoryContext:
+    """Render a record as the memory context for the agent's model.
+
+    Args:
+        record: the OM record.
+        now: the current time; only its calendar day (in ``timezone``) affects the output.
+        retrieval: whether recall is on; by default it also shows group ids and ranges.
+        recall_instructions: recall usage guidance, appended to the preamble.
+        timezone: IANA zone used to decide what "today" is; defaults to the record's zone
+            (a naive ``now`` is UTC; an unknown zone counts as UTC).
+        show_ranges: show ``## Group`` headings with ``_range`` (defaults to ``retrieval``).
+
+    Returns:
+        The context; empty (no blocks) when the record has no groups and no hints.
+    """
+    groups = record["groups"]
+    hints_block = _render_hints(record)
+    if not groups and not hints_block:
+        return MemoryContext(blocks=[])
+    ranges = retrieval if show_ranges is None else show_ranges
+    today = _today(now, timezone or record.get("timezone"))
+
+    preamble = MEMORY_PREAMBLE
+    if ranges and groups:
+        preamble += "\n\n" + RANGES_NOTE
+    if recall_instructions and recall_instructions.strip():
+        preamble += "\n\n" + recall_instructions.strip()
+
+    blocks = [preamble]
+    previous: date | None = None
+    for index, group in enumerate(groups):
+        body, previous = annotate_relative_time(group["text"].strip(), today, previous)
+        if ranges:
+            body = _group_heading(group) + "\n\n" + body
+        if index == 0:
+            body = OBSERVATIONS_OPEN + "\n" + body
+        blocks.append(body)
+    if groups:
+        blocks.append(OBSERVATIONS_CLOSE)
+    if hints_block:
+        blocks.append(hints_block)
+    return MemoryContext(blocks=blocks)
+
+
+def _today(now: datetime, timezone: str | None) -> date:
+    return to_zone(now, timezone or "UTC").date()
+
+
+def _group_heading(group: ObservationGroup) -> str:
+    lines = [f"## Group `{group['id']}`"]
+    if group["range"]:
+        lines.append(f"_range: `{group['range'][0]}:{group['range'][-1]}`_")
+    if group["kind"] == "reflection":
+        lines.append("_kind: reflection_")
+    return "\n".join(lines)
+
+
+def _render_hints(record: OMRecord) -> str:
+    hints = record["hints"]
+    parts = []
+    task = (hints.get("current_task") or "").strip()
+    if task:
+        parts.append(f"<current-task>\n{task}\n</current-task>")
+    response = (hints.get("suggested_response") or "").strip()
+    if response:
+        parts.append(f"<suggested-response>\n{response}\n</suggested-response>")
+    return "\n\n".join(parts)
+
+
+# --------------------------------------------------------------------------------------------
+# Relative time
+# --------------------------------------------------------------------------------------------
+
+_RESOLVED_DATE = re.compile(
+    r"\((?P<kind>meaning|estimated|i\.e\.)[:,]?\s+(?P<body>[^()]*?"
+    r"(?P<date>[A-Z][a-z]{2,8}\.? \d{1,2}, \d{4})[^()]*?)\)"
+)
+_FUTURE_INTENT = re.compile(
+    r"\b(?:will|won't|shall|going to|gonna|plans? to|planning to|planned to|wants? to|"
+    r"wanted to|needs? to|has to|have to|intends? to|intending to|intended to|aims? to|"
+    r"hopes? to|expects? to|scheduled|booked|due|upcoming|about to)\b",
+    re.IGNORECASE,
+)
+
+
+def annotate_relative_time(
+    text: str, today: date, previous: date | None = None
+) -> tuple[str, date | None]:
+    """Add relative-time annotations to observation text.
+
+    Args:
+        text: observation lines with ``Date:`` headers.
+        today: the reference day.
+        previous: the last ``Date:`` seen before ``text`` (to insert a gap line before the
+            first header of ``text``).
+
+    Returns:
+        The annotated text and the last ``Date:`` header date seen (or ``previous``).
+    """
+    out: list[str] = []
+    for line in text.split("\n"):
+        header = parse_date_header(line.strip())
+        if header is not None:
+            if previous is not None:
+                gap = gap_label(previous, header)
+                if gap:
+                    out.append(gap)
+            out.append(f"{line.rstrip()} ({relative_label(header, today)})")
+            previous = header
+            continue
+        out.append(_annotate_resolved_dates(line, today))
+    return "\n".join(out), previous
+
+
+def _annotate_resolved_dates(line: str, today: date) -> str:
+    if "(" not in line:
+        return line
+    intent = _FUTURE_INTENT.search(_RESOLVED_DATE.sub("", line)) is not None
+
+    def expand(match: re.Match[str]) -> str:
+        resolved = parse_date_header("Date: " + match["date"])
+        if resolved is None:
+            return match[0]
+        note = f" - {relative_label(resolved, today)}"
+        if intent and resolved < today:
+            note += ", likely already happened"
+        return f"({match['kind']} {match['body']}{note})"
+
+    return _RESOLVED_DATE.sub(expand, line)
