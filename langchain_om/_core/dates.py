@@ -1,0 +1,169 @@
+"""Date and time helpers shared by the Observer, the Reflector and the context renderer.
+
+Conventions:
+
+* message times come from ``message.response_metadata["langchain_om"]["ts"]`` (ISO-8601);
+* naive datetimes are UTC;
+* dates are written ``Nov 30, 2026`` (English short month, no leading zero on the day) and
+  times ``14:30`` (24-hour, zero-padded) everywhere, so there is never a 12h/24h ambiguity.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from langchain_core.messages import BaseMessage
+
+from langchain_om._core.types import OM_META_KEY
+
+__all__ = [
+    "MONTHS",
+    "format_date",
+    "format_time",
+    "gap_label",
+    "message_time",
+    "parse_date_header",
+    "relative_label",
+    "to_zone",
+]
+
+MONTHS: tuple[str, ...] = (
+    "Jan",
+    "Feb",
+    "Mar",
+    "Apr",
+    "May",
+    "Jun",
+    "Jul",
+    "Aug",
+    "Sep",
+    "Oct",
+    "Nov",
+    "Dec",
+)
+_FULL_MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+_MONTH_BY_NAME: dict[str, int] = {
+    **{name.lower(): i + 1 for i, name in enumerate(MONTHS)},
+    **{name: i + 1 for i, name in enumerate(_FULL_MONTHS)},
+    "sept": 9,
+}
+
+# "Date: Nov 30, 2026", "Date:  November 30 2026", "Date: Sept. 3, 2026 (2 days ago)".
+_HEADER_RE = re.compile(
+    r"^\s*Date:\s*([A-Za-z]+)\.?\s+(\d{1,2}),?\s+(\d{4})\s*(?:\([^()]*\))?\s*$",
+)
+
+
+def message_time(message: BaseMessage) -> datetime | None:
+    """When OM first saw ``message`` (aware datetime), or ``None`` if unknown or invalid."""
+    meta: Any = getattr(message, "response_metadata", None)
+    if not isinstance(meta, dict):
+        return None
+    om = meta.get(OM_META_KEY)
+    if not isinstance(om, dict):
+        return None
+    raw = om.get("ts")
+    if not isinstance(raw, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(raw.strip())
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
+
+
+def to_zone(dt: datetime, timezone: str) -> datetime:
+    """``dt`` converted to the IANA zone ``timezone`` (naive = UTC; unknown zone = UTC)."""
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    try:
+        zone: Any = ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError, TypeError, OSError):
+        zone = UTC
+    return dt.astimezone(zone)
+
+
+def format_date(dt: date) -> str:
+    """``Nov 30, 2026`` (accepts a ``date`` or a ``datetime``; no zone conversion)."""
+    return f"{MONTHS[dt.month - 1]} {dt.day}, {dt.year}"
+
+
+def format_time(dt: datetime) -> str:
+    """``14:30`` (24-hour, zero-padded; no zone conversion)."""
+    return f"{dt.hour:02d}:{dt.minute:02d}"
+
+
+def parse_date_header(line: str) -> date | None:
+    """The date of a ``Date: Nov 30, 2026`` header line, or ``None`` if it is not one.
+
+    Tolerates full month names, a missing comma, extra spaces and a trailing parenthetical
+    such as ``(3 days ago)``.
+    """
+    match = _HEADER_RE.match(line)
+    if match is None:
+        return None
+    month = _MONTH_BY_NAME.get(match.group(1).lower())
+    if month is None:
+        return None
+    try:
+        return date(int(match.group(3)), month, int(match.group(2)))
+    except ValueError:
+        return None
+
+
+def _span(days: int) -> str:
+    """Human span for a positive number of days: ``3 days``, ``2 weeks``, ``1 year``."""
+    if days < 7:
+        count, unit = days, "day"
+    elif days < 30:
+        count, unit = days // 7, "week"
+    elif days < 365:
+        count, unit = max(1, days // 30), "month"
+    else:
+        count, unit = days // 365, "year"
+    return f"{count} {unit}" if count == 1 else f"{count} {unit}s"
+
+
+def relative_label(d: date, today: date) -> str:
+    """``today``, ``yesterday``, ``3 days ago``, ``2 weeks ago``, ``tomorrow``, ``in 2 days``…"""
+    days = (_as_date(today) - _as_date(d)).days
+    if days == 0:
+        return "today"
+    if days == 1:
+        return "yesterday"
+    if days == -1:
+        return "tomorrow"
+    if days > 0:
+        return f"{_span(days)} ago"
+    return f"in {_span(-days)}"
+
+
+def gap_label(earlier: date, later: date) -> str | None:
+    """``[2 weeks later]`` when more than one day separates the dates, else ``None``."""
+    days = (_as_date(later) - _as_date(earlier)).days
+    if days <= 1:
+        return None
+    return f"[{_span(days)} later]"
+
+
+def _as_date(d: date) -> date:
+    # A datetime is a date, but subtracting a date from a datetime raises: normalise.
+    return d.date() if isinstance(d, datetime) else d

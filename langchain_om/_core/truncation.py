@@ -1,0 +1,243 @@
+"""A budgeted view of previous observations, for the Observer's prompt.
+
+The Observer only needs the recent past and the important facts to avoid repeating itself,
+so the log it is shown is cut to ``previous_observer_tokens``:
+
+* a contiguous tail of the newest lines is kept;
+* older 🔴/✅ lines are kept too, newest first, while they fit (at most as many as the tail);
+  the split between tail and important lines maximises kept important lines, then tail length;
+* every kept line keeps its ``Date:`` header; hidden stretches become
+  ``[N observations hidden here]`` (a single hidden line is shown instead when it fits);
+* the result never exceeds the budget; the newest line is always kept, cut with
+  ``… [truncated]`` if it alone is too big.
+
+The stored log is never touched: this is only what the Observer reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from langchain_om._core.dates import parse_date_header
+
+__all__ = [
+    "TRUNCATED_SUFFIX",
+    "TruncatedObservations",
+    "cut_to_tokens",
+    "hidden_marker",
+    "is_important",
+    "truncate_observations",
+]
+
+TRUNCATED_SUFFIX = "… [truncated]"
+
+_IMPORTANT = ("🔴", "✅")
+_ESTIMATE_ROUNDS = 6
+
+
+@dataclass(frozen=True)
+class TruncatedObservations:
+    text: str
+    """What the Observer is shown."""
+    truncated: bool
+    """Whether anything was hidden or cut."""
+    hidden_lines: int
+    """Observation lines (not headers) left out."""
+    kept_lines: int
+    """Observation lines (not headers) shown, whole or cut."""
+
+
+def hidden_marker(count: int) -> str:
+    """The line that stands for ``count`` hidden observation lines."""
+    noun = "observation" if count == 1 else "observations"
+    return f"[{count} {noun} hidden here]"
+
+
+def is_important(line: str) -> bool:
+    """Whether an observation line is 🔴 (high priority) or ✅ (completed)."""
+    head = line.lstrip(" \t*-+0123456789.)>")[:6]
+    return any(mark in head for mark in _IMPORTANT)
+
+
+def cut_to_tokens(text: str, max_tokens: int, count: Callable[[str], int], suffix: str = "") -> str:
+    """The longest prefix of ``text`` (plus ``suffix`` if cut) with at most ``max_tokens``.
+
+    Returns ``text`` unchanged when it fits. The suffix is dropped when even it alone does not
+    fit; the result is ``""`` when nothing fits.
+    """
+    if count(text) <= max_tokens:
+        return text
+    if suffix and count(suffix) > max_tokens:
+        suffix = ""
+    if count(suffix) > max_tokens:
+        return ""
+    lo, hi = 0, len(text)  # invariant: prefix of length lo fits
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(text[:mid] + suffix) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo] + suffix
+
+
+@dataclass(frozen=True)
+class _Line:
+    text: str
+    header: str | None
+    important: bool
+    cost: int
+
+
+def truncate_observations(
+    text: str, budget: int | None, count: Callable[[str], int]
+) -> TruncatedObservations:
+    """Cut an observation log to ``budget`` tokens as measured by ``count``.
+
+    Args:
+        text: The observation log (``Date:`` headers and observation lines).
+        budget: Token budget; ``None`` = no truncation, ``0`` (or less) = show nothing.
+        count: Token counter for a string.
+
+    Returns:
+        The view and how many observation lines it hides and keeps.
+    """
+    lines, header_costs = _parse(text, count)
+    if budget is None:
+        return TruncatedObservations(text, False, 0, len(lines))
+    if budget <= 0:
+        return TruncatedObservations("", bool(lines), len(lines), 0)
+    if count(text) <= budget:
+        return TruncatedObservations(text, False, 0, len(lines))
+    if not lines:  # only headers and blank lines, and still too big
+        return TruncatedObservations("", False, 0, 0)
+    marker_cost = max(0, count("\n" + hidden_marker(len(lines))) - count(""))
+    effective = budget
+    for _ in range(_ESTIMATE_ROUNDS):
+        kept = _select(lines, effective, marker_cost, header_costs)
+        if kept is None:
+            break
+        rendered = _render(lines, kept)
+        real = count(rendered)
+        if real <= budget:
+            hidden = len(lines) - len(kept)
+            return TruncatedObservations(rendered, hidden > 0, hidden, len(kept))
+        effective -= max(1, real - budget)
+    return _newest_only(lines, budget, count)
+
+
+def _parse(text: str, count: Callable[[str], int]) -> tuple[list[_Line], dict[str, int]]:
+    """Observation lines (with their header) and the estimated cost of each header."""
+    base = count("")
+    header: str | None = None
+    out: list[_Line] = []
+    header_costs: dict[str, int] = {}
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if not line.strip():
+            continue
+        if parse_date_header(line) is not None:
+            header = line.strip()
+            if header not in header_costs:
+                header_costs[header] = max(0, count("\n\n" + header) - base)
+            continue
+        cost = max(0, count("\n" + line) - base)
+        out.append(_Line(line, header, is_important(line), cost))
+    return out, header_costs
+
+
+def _select(
+    lines: Sequence[_Line], budget: int, marker_cost: int, header_cost: dict[str, int]
+) -> set[int] | None:
+    """Indices to keep under an additive cost estimate, or ``None`` if the newest won't fit."""
+    base = count_headers = 0
+    n = len(lines)
+    important = [i for i in range(n) if lines[i].important]
+    best: tuple[tuple[int, int], set[int]] | None = None
+    tail_headers: set[str] = set()
+    tail_important = 0
+    for t in range(n - 1, -1, -1):
+        line = lines[t]
+        base += line.cost
+        tail_important += line.important
+        if line.header is not None and line.header not in tail_headers:
+            tail_headers.add(line.header)
+            count_headers += header_cost[line.header]
+        cost = base + count_headers + (marker_cost if t > 0 else 0)
+        if cost > budget:
+            break
+        chosen: list[int] = []
+        headers = set(tail_headers)
+        for j in reversed(important):
+            if j >= t:
+                continue
+            if len(chosen) >= n - t:
+                break
+            header = lines[j].header
+            extra = lines[j].cost + marker_cost
+            if header is not None and header not in headers:
+                extra += header_cost[header]
+            if cost + extra > budget:
+                break
+            chosen.append(j)
+            cost += extra
+            if header is not None:
+                headers.add(header)
+        score = (tail_important + len(chosen), n - t)
+        if best is None or score > best[0]:
+            kept = set(range(t, n)) | set(chosen)
+            best = (score, _fill_single_gaps(lines, kept, budget - cost, marker_cost))
+    return None if best is None else best[1]
+
+
+def _fill_single_gaps(
+    lines: Sequence[_Line], kept: set[int], slack: int, marker_cost: int
+) -> set[int]:
+    """Show a lone hidden line instead of its marker when the difference fits."""
+    filled = set(kept)
+    for i in range(len(lines)):
+        if i in kept:
+            continue
+        alone = (i == 0 or (i - 1) in kept) and (i + 1) in kept
+        if alone and lines[i].cost - marker_cost <= slack:
+            filled.add(i)
+            slack -= max(0, lines[i].cost - marker_cost)
+    return filled
+
+
+def _render(lines: Sequence[_Line], kept: set[int]) -> str:
+    out: list[str] = []
+    emitted: str | None = None
+    hidden = 0
+    for i, line in enumerate(lines):
+        if i not in kept:
+            hidden += 1
+            continue
+        if hidden:
+            out.append(hidden_marker(hidden))
+            hidden = 0
+        if line.header is not None and line.header != emitted:
+            if out:
+                out.append("")
+            out.append(line.header)
+            emitted = line.header
+        out.append(line.text)
+    if hidden:
+        out.append(hidden_marker(hidden))
+    return "\n".join(out)
+
+
+def _newest_only(
+    lines: Sequence[_Line], budget: int, count: Callable[[str], int]
+) -> TruncatedObservations:
+    newest = lines[-1]
+    hidden = len(lines) - 1
+    marker = [hidden_marker(hidden)] if hidden else []
+    header = [newest.header] if newest.header is not None else []
+    for parts in (marker + header, header, []):
+        candidate = "\n".join([*parts, newest.text])
+        if count(candidate) <= budget:
+            return TruncatedObservations(candidate, True, hidden, 1)
+    cut = cut_to_tokens(newest.text, budget, count, TRUNCATED_SUFFIX)
+    return TruncatedObservations(cut, True, hidden, 1)
