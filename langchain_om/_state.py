@@ -1,0 +1,105 @@
+"""How OM lives in graph state: the record key, the window split and the state update.
+
+Shared by the graph nodes and the ``create_agent`` middleware.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage
+
+from langchain_om._core.types import OM_META_KEY
+from langchain_om._turn import TurnOutcome
+
+OM_STATE_KEY = "om_record"
+"""Graph-state key holding the JSON-native OM record."""
+
+MEMORY_MESSAGE_ID = "langchain_om:memory"
+"""Id of the memory system message kept at the front of ``messages`` by the graph nodes."""
+
+
+def is_memory_message(message: BaseMessage) -> bool:
+    """True for OM's own memory system message (never observed, never counted)."""
+    if message.id == MEMORY_MESSAGE_ID:
+        return True
+    meta = message.response_metadata.get(OM_META_KEY)
+    return isinstance(meta, dict) and meta.get("kind") == "memory"
+
+
+@dataclass(frozen=True)
+class WindowSplit:
+    """``messages`` split into leading system prompts, OM's memory message and the window."""
+
+    head: list[BaseMessage]
+    memory: BaseMessage | None
+    window: list[BaseMessage]
+
+
+def split_messages(messages: Sequence[BaseMessage]) -> WindowSplit:
+    """Leading non-memory system messages stay put; the memory message is set aside."""
+    head: list[BaseMessage] = []
+    memory: BaseMessage | None = None
+    window: list[BaseMessage] = []
+    in_head = True
+    for m in messages:
+        if is_memory_message(m):
+            memory = m
+            continue
+        if in_head and isinstance(m, SystemMessage):
+            head.append(m)
+            continue
+        in_head = False
+        window.append(m)
+    return WindowSplit(head=head, memory=memory, window=window)
+
+
+def state_update(outcome: TurnOutcome, present_ids: set[str]) -> dict[str, Any]:
+    """The state update for a turn: removals, restamped messages and the record.
+
+    Only ids still present are removed (the reducer raises on unknown ids), and a removed
+    message is never also re-added.
+    """
+    removed = [mid for mid in outcome.removed_ids if mid in present_ids]
+    gone = set(removed)
+    restamped = [m for m in outcome.stamped if m.id and m.id not in gone and m.id in present_ids]
+    messages: list[BaseMessage] = [RemoveMessage(id=mid) for mid in removed]
+    messages.extend(restamped)
+    update: dict[str, Any] = {OM_STATE_KEY: dict(outcome.record)}
+    if messages:
+        update["messages"] = messages
+    return update
+
+
+def run_ids(config: Any, runtime: Any = None) -> tuple[str | None, str | None]:
+    """``(thread_id, resource_id)`` of the current run (runtime first, then the config)."""
+    thread_id: str | None = None
+    info = getattr(runtime, "execution_info", None)
+    if info is not None:
+        thread_id = getattr(info, "thread_id", None)
+    configurable: dict[str, Any] = {}
+    if isinstance(config, dict):
+        configurable = config.get("configurable") or {}
+    thread_id = thread_id or configurable.get("thread_id")
+    resource_id = configurable.get("resource_id") or configurable.get("user_id")
+    context = getattr(runtime, "context", None)
+    if resource_id is None and context is not None:
+        resource_id = getattr(context, "resource_id", None) or (
+            context.get("resource_id") if isinstance(context, dict) else None
+        )
+    return (str(thread_id) if thread_id is not None else None), (
+        str(resource_id) if resource_id is not None else None
+    )
+
+
+def step_number(window: Sequence[BaseMessage]) -> int:
+    """Model calls already made in the current turn (AI messages after the last human one)."""
+    count = 0
+    for m in reversed(window):
+        if m.type == "human":
+            break
+        if m.type == "ai":
+            count += 1
+    return count

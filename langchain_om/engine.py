@@ -1,0 +1,494 @@
+"""The OM engine: :class:`ObservationalMemory`.
+
+One object holds the validated options, the models, the token counter and the storage
+(a LangGraph ``BaseStore`` for the archive and a checkpointer for graph state). Every front
+door drives the same turn plan through it; the standalone methods (``observe``, ``reflect``,
+``status``, ``get_context`` and their ``a*`` twins) keep a thread's record and message window in
+the store so the engine works with no graph at all.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
+
+from langchain_om._core.record import coerce_record, new_record
+from langchain_om._core.reflector import should_reflect
+from langchain_om._core.render import MemoryContext, render_memory
+from langchain_om._core.tokens import TokenCounter, get_default_counter
+from langchain_om._core.types import OMRecord
+from langchain_om._effects import Executor, ModelCall, Plan, StoreBatch, run_async, run_sync
+from langchain_om._turn import TurnEnv, TurnInput, TurnOutcome, iso, message_threshold, turn_plan
+from langchain_om.config import ObservationalMemoryConfig
+from langchain_om.errors import OMUsageError
+from langchain_om.events import OMEvent, StatusEvent
+from langchain_om.models import (
+    ModelCallResult,
+    RetryPolicy,
+    RunContext,
+    ainvoke_model,
+    invoke_model,
+    plan_attempts,
+)
+from langchain_om.storage import state_get_op, state_put_op, unpack_state
+
+logger = logging.getLogger("langchain_om")
+
+__all__ = ["ObservationalMemory", "ThreadSnapshot"]
+
+
+@dataclass(frozen=True)
+class ThreadSnapshot:
+    """What memory holds for one thread: the record, the window and the rendered context."""
+
+    thread_id: str
+    record: OMRecord
+    window: list[BaseMessage]
+    status: StatusEvent
+    context: MemoryContext
+
+    @property
+    def observations(self) -> str:
+        """The observation log as text."""
+        return "\n\n".join(g["text"] for g in self.record["groups"])
+
+
+class ObservationalMemory:
+    """Observational Memory: an Observer and a Reflector that keep a conversation small.
+
+    Args:
+        options: a config object, a dict (snake_case or Mastra camelCase keys), ``True`` or
+            ``False``; keyword arguments override it (``model=``, ``observation=``,
+            ``reflection=``, ``scope=``, ``retrieval=``, ``hooks=``, …, see SPEC §3).
+        store: the ``BaseStore`` for the archive and standalone state (in-memory when omitted).
+        checkpointer: the checkpointer for graphs built with this memory (in-memory when
+            omitted).
+        token_counter: a :class:`TokenCounter` (the process-wide tiktoken counter by default).
+        on_debug_event: called with every OM event.
+        clock: returns "now" (timezone-aware); injectable for tests.
+        timezone: IANA zone used to render dates for the Observer in new records.
+        retry_policy: backoff for transient model errors.
+        sleep: the blocking sleep used between retries (tests pass a no-op).
+
+    Example:
+        >>> from langchain_om import ObservationalMemory
+        >>> from langchain_om.testing import ScriptedChatModel
+        >>> memory = ObservationalMemory(model=ScriptedChatModel(script=["* 🔴 (09:00) hi"]))
+        >>> memory.config.observation.message_tokens
+        30000
+    """
+
+    def __init__(
+        self,
+        options: ObservationalMemoryConfig | dict[str, Any] | bool | None = None,
+        /,
+        *,
+        store: BaseStore | None = None,
+        checkpointer: BaseCheckpointSaver[Any] | None = None,
+        token_counter: TokenCounter | None = None,
+        on_debug_event: Callable[[OMEvent], None] | None = None,
+        clock: Callable[[], datetime] | None = None,
+        timezone: str = "UTC",
+        retry_policy: RetryPolicy | None = None,
+        sleep: Callable[[float], None] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.config = ObservationalMemoryConfig.coerce(options, **kwargs)
+        self.store: BaseStore = store if store is not None else InMemoryStore()
+        self.checkpointer: BaseCheckpointSaver[Any] = (
+            checkpointer if checkpointer is not None else InMemorySaver()
+        )
+        self.counter = token_counter or get_default_counter()
+        self.on_debug_event = on_debug_event
+        self.timezone = timezone
+        self.retry_policy = retry_policy or RetryPolicy()
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._sleep = sleep
+        self._closers: list[Callable[[], None]] = []
+        self._executor = Executor(
+            store=self.store, call_model=self._call_model, acall_model=self._acall_model
+        )
+        self._env = TurnEnv(
+            config=self.config,
+            counter=self.counter,
+            now=self._clock,
+            emit=self._emit,
+            model_id=self._model_id,
+            timezone=timezone,
+        )
+
+    # -- construction helpers -------------------------------------------------------------
+
+    @classmethod
+    def from_sqlite(cls, path: str, /, **kwargs: Any) -> ObservationalMemory:
+        """The embedded default: one SQLite file holding the checkpointer and the store.
+
+        Both work from sync and async code (async calls run the SQLite work on a worker
+        thread). A new process opening the same file continues every thread with its memory.
+
+        Args:
+            path: the SQLite file (created if missing).
+            **kwargs: options and engine arguments, as for :class:`ObservationalMemory`.
+        """
+        from langchain_om.sqlite import open_sqlite
+
+        checkpointer, store, close = open_sqlite(path)
+        memory = cls(store=store, checkpointer=checkpointer, **kwargs)
+        memory._closers.append(close)
+        return memory
+
+    def close(self) -> None:
+        """Close storage opened by :meth:`from_sqlite` (safe to call twice)."""
+        while self._closers:
+            self._closers.pop()()
+
+    def __enter__(self) -> ObservationalMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- models ---------------------------------------------------------------------------
+
+    def _context(self, role: str, input_tokens: int, effect: ModelCall | None) -> RunContext:
+        return RunContext(
+            thread_id=effect.thread_id if effect else None,
+            resource_id=effect.resource_id if effect else None,
+            role=role,  # type: ignore[arg-type]
+            input_tokens=input_tokens,
+        )
+
+    def _attempts(self, effect: ModelCall) -> list[Any]:
+        role = effect.role
+        cfg = self.config
+        spec = cfg.observer_model_spec if role == "observer" else cfg.reflector_model_spec
+        settings = cfg.observation.model_settings if role == "observer" else (
+            cfg.reflection.model_settings
+        )
+        options = (
+            cfg.observation.provider_options if role == "observer" else
+            cfg.reflection.provider_options
+        )
+        return plan_attempts(
+            spec,
+            self._context(role, effect.input_tokens, effect),
+            temperature=settings.temperature,
+            max_output_tokens=settings.max_output_tokens,
+            provider_options=options,
+        )
+
+    def _call_model(self, effect: ModelCall) -> ModelCallResult:
+        kwargs: dict[str, Any] = {"policy": self.retry_policy}
+        if self._sleep is not None:
+            kwargs["sleep"] = self._sleep
+        return invoke_model(self._attempts(effect), list(effect.messages), **kwargs)
+
+    async def _acall_model(self, effect: ModelCall) -> ModelCallResult:
+        kwargs: dict[str, Any] = {"policy": self.retry_policy}
+        if self._sleep is not None:
+            kwargs["sleep"] = _async_sleep_of(self._sleep)
+        return await ainvoke_model(self._attempts(effect), list(effect.messages), **kwargs)
+
+    def _model_id(self, role: str, input_tokens: int) -> str | None:
+        try:
+            fake = ModelCall(
+                role=role,  # type: ignore[arg-type]
+                messages=[],
+                input_tokens=input_tokens,
+                thread_id="",
+                resource_id=None,
+            )
+            attempts = self._attempts(fake)
+        except Exception:
+            return None
+        return attempts[0].model_id if attempts else None
+
+    # -- events ---------------------------------------------------------------------------
+
+    def _emit(self, event: OMEvent) -> None:
+        if self.on_debug_event is None:
+            return
+        try:
+            self.on_debug_event(event)
+        except Exception:
+            logger.exception("on_debug_event raised; ignored")
+
+    # -- the turn step (used by every front door) ------------------------------------------
+
+    def _turn_input(
+        self,
+        *,
+        thread_id: str | None,
+        resource_id: str | None,
+        record: Any,
+        window: Sequence[BaseMessage],
+        **kwargs: Any,
+    ) -> TurnInput:
+        if not thread_id:
+            raise OMUsageError(
+                "Observational memory needs a thread id: pass thread_id=... or run the graph "
+                "with config={'configurable': {'thread_id': ...}}."
+            )
+        return TurnInput(
+            thread_id=thread_id,
+            resource_id=resource_id,
+            record=coerce_record(record),
+            window=list(window),
+            **kwargs,
+        )
+
+    def step(
+        self,
+        *,
+        thread_id: str | None,
+        window: Sequence[BaseMessage],
+        record: OMRecord | dict[str, Any] | None = None,
+        resource_id: str | None = None,
+        step_number: int = 0,
+        emit: Callable[[OMEvent], None] | None = None,
+        observe: bool = True,
+        reflect: bool = True,
+    ) -> TurnOutcome:
+        """Run one turn step on ``window`` (the unobserved messages) and ``record``.
+
+        This is what the graph nodes, the middleware and the history adapter call before a
+        model call. It observes when the window is over the threshold and reflects when the log
+        is; it returns the new record, the new window and the messages that left it (already
+        archived in the store).
+        """
+        inp = self._turn_input(
+            thread_id=thread_id,
+            resource_id=resource_id,
+            record=record,
+            window=window,
+            step_number=step_number,
+            emit=emit,
+            allow_observe=observe,
+            allow_reflect=reflect,
+        )
+        return run_sync(turn_plan(self._env, inp), self._executor)
+
+    async def astep(
+        self,
+        *,
+        thread_id: str | None,
+        window: Sequence[BaseMessage],
+        record: OMRecord | dict[str, Any] | None = None,
+        resource_id: str | None = None,
+        step_number: int = 0,
+        emit: Callable[[OMEvent], None] | None = None,
+        observe: bool = True,
+        reflect: bool = True,
+    ) -> TurnOutcome:
+        """Async twin of :meth:`step`."""
+        inp = self._turn_input(
+            thread_id=thread_id,
+            resource_id=resource_id,
+            record=record,
+            window=window,
+            step_number=step_number,
+            emit=emit,
+            allow_observe=observe,
+            allow_reflect=reflect,
+        )
+        return await run_async(turn_plan(self._env, inp), self._executor)
+
+    @property
+    def tools(self) -> list[BaseTool]:
+        """Tools the agent gets from memory (the ``recall`` tool when retrieval is on)."""
+        return []
+
+    def new_record(self, *, thread_id: str, resource_id: str | None = None) -> OMRecord:
+        """A fresh, empty record for a thread."""
+        return new_record(
+            thread_id=thread_id,
+            resource_id=resource_id,
+            scope=self.config.scope,
+            timezone=self.timezone,
+            now=iso(self._clock()),
+        )
+
+    def should_observe(self, record: OMRecord | dict[str, Any] | None, window: Sequence[BaseMessage]) -> bool:
+        """True when ``window`` is at or over the observation threshold."""
+        return self.counter.count_messages(window) >= self.threshold(record)
+
+    def should_reflect(self, record: OMRecord | dict[str, Any] | None) -> bool:
+        """True when the observation log is at or over the reflection threshold."""
+        rec = coerce_record(record)
+        if rec is None:
+            return False
+        return should_reflect(
+            rec["observation_tokens"],
+            self.config.reflection.observation_tokens,
+            rec["reflection_suppressed_at_tokens"],
+        )
+
+    def render(self, record: OMRecord | dict[str, Any] | None) -> MemoryContext:
+        """The memory context (preamble, observation log, hints) for ``record``."""
+        rec = coerce_record(record)
+        if rec is None:
+            return MemoryContext(blocks=[])
+        retrieval = self.config.retrieval_enabled
+        return render_memory(rec, now=self._clock(), retrieval=retrieval)
+
+    def threshold(self, record: OMRecord | dict[str, Any] | None) -> int:
+        """Unobserved-message tokens at which ``record``'s thread is observed."""
+        rec = coerce_record(record) or new_record(thread_id="_", resource_id=None, now="")
+        return message_threshold(self.config, rec)
+
+    # -- standalone API (state kept in the store) -----------------------------------------
+
+    def _standalone_plan(
+        self,
+        thread_id: str,
+        resource_id: str | None,
+        messages: Sequence[BaseMessage] | None,
+        *,
+        force_observe: bool = False,
+        force_reflect: bool = False,
+        trigger: str = "manual",
+        run: bool = True,
+    ) -> Plan[ThreadSnapshot]:
+        (item,) = yield StoreBatch([state_get_op(thread_id)])
+        record_data, window = unpack_state(item)
+        record = coerce_record(record_data)
+        if messages:
+            known = {m.id for m in window if m.id}
+            window.extend(m for m in messages if not m.id or m.id not in known)
+        if record is None:
+            record = new_record(
+                thread_id=thread_id,
+                resource_id=resource_id,
+                scope=self.config.scope,
+                timezone=self.timezone,
+                now=iso(self._clock()),
+            )
+        if run:
+            inp = self._turn_input(
+                thread_id=thread_id,
+                resource_id=resource_id or record["resource_id"],
+                record=record,
+                window=window,
+                force_observe=force_observe,
+                force_reflect=force_reflect,
+                trigger=trigger,
+            )
+            outcome = yield from turn_plan(self._env, inp)
+            record, window = outcome.record, outcome.window
+            status = outcome.status
+        else:
+            status = None
+        if run or messages:
+            yield StoreBatch([state_put_op(thread_id, record, window)])
+        return self._snapshot(thread_id, record, window, status)
+
+    def _snapshot(
+        self,
+        thread_id: str,
+        record: OMRecord,
+        window: list[BaseMessage],
+        status: StatusEvent | None,
+    ) -> ThreadSnapshot:
+        from langchain_om._turn import status_event
+
+        if status is None:
+            status = status_event(self._env, record, self.counter.count_messages(window), 0)
+        return ThreadSnapshot(
+            thread_id=thread_id,
+            record=record,
+            window=window,
+            status=status,
+            context=self.render(record),
+        )
+
+    def add_messages(
+        self, thread_id: str, messages: Sequence[BaseMessage], *, resource_id: str | None = None
+    ) -> ThreadSnapshot:
+        """Append ``messages`` to the thread and run a threshold-driven step (like an agent)."""
+        plan = self._standalone_plan(thread_id, resource_id, messages, trigger="turn-sync")
+        return run_sync(plan, self._executor)
+
+    async def aadd_messages(
+        self, thread_id: str, messages: Sequence[BaseMessage], *, resource_id: str | None = None
+    ) -> ThreadSnapshot:
+        """Async twin of :meth:`add_messages`."""
+        plan = self._standalone_plan(thread_id, resource_id, messages, trigger="turn-sync")
+        return await run_async(plan, self._executor)
+
+    def observe(
+        self,
+        *,
+        thread_id: str,
+        messages: Sequence[BaseMessage] | None = None,
+        resource_id: str | None = None,
+    ) -> ThreadSnapshot:
+        """Observe now: add ``messages`` (if any) and observe the thread's window.
+
+        The current turn is observed too (the safe cut nearest the end: a tool call is never
+        separated from its results). Raises :class:`~langchain_om.errors.CycleFailedError` when
+        the Observer fails; nothing is removed then.
+        """
+        plan = self._standalone_plan(thread_id, resource_id, messages, force_observe=True)
+        return run_sync(plan, self._executor)
+
+    async def aobserve(
+        self,
+        *,
+        thread_id: str,
+        messages: Sequence[BaseMessage] | None = None,
+        resource_id: str | None = None,
+    ) -> ThreadSnapshot:
+        """Async twin of :meth:`observe`."""
+        plan = self._standalone_plan(thread_id, resource_id, messages, force_observe=True)
+        return await run_async(plan, self._executor)
+
+    def reflect(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
+        """Reflect now: condense the thread's observation log into a new generation."""
+        plan = self._standalone_plan(thread_id, resource_id, None, force_reflect=True)
+        return run_sync(plan, self._executor)
+
+    async def areflect(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
+        """Async twin of :meth:`reflect`."""
+        plan = self._standalone_plan(thread_id, resource_id, None, force_reflect=True)
+        return await run_async(plan, self._executor)
+
+    def status(self, *, thread_id: str) -> ThreadSnapshot:
+        """Windows, thresholds, generation and buffered state of a thread (no model call)."""
+        return run_sync(self._standalone_plan(thread_id, None, None, run=False), self._executor)
+
+    async def astatus(self, *, thread_id: str) -> ThreadSnapshot:
+        """Async twin of :meth:`status`."""
+        plan = self._standalone_plan(thread_id, None, None, run=False)
+        return await run_async(plan, self._executor)
+
+    def get_context(self, *, thread_id: str) -> list[BaseMessage]:
+        """What the agent's model would see: the memory system message, then the window."""
+        snap = self.status(thread_id=thread_id)
+        return _context_messages(snap)
+
+    async def aget_context(self, *, thread_id: str) -> list[BaseMessage]:
+        """Async twin of :meth:`get_context`."""
+        snap = await self.astatus(thread_id=thread_id)
+        return _context_messages(snap)
+
+
+def _context_messages(snap: ThreadSnapshot) -> list[BaseMessage]:
+    head = [snap.context.to_system_message()] if snap.context.blocks else []
+    return head + list(snap.window)
+
+
+def _async_sleep_of(sleep: Callable[[float], None]) -> Callable[[float], Any]:
+    async def asleep(seconds: float) -> None:
+        sleep(seconds)
+
+    return asleep

@@ -1,0 +1,260 @@
+"""LangGraph front door: observation and reflection as nodes of the user's ``StateGraph``.
+
+:func:`add_observational_memory` puts three nodes in front of the user's model node:
+
+* ``om_gate`` — always runs: stamps new messages, keeps OM's memory system message at the
+  front of ``messages`` (so the user's model node sees memory with no change to its code) and
+  emits ``data-om-status``; routes on the token thresholds;
+* ``om_observe`` — runs the Observer when the window is over its threshold;
+* ``om_reflect`` — runs the Reflector when the observation log is over its threshold.
+
+The OM record lives under the ``om_record`` key of the graph state (JSON-native), so the
+checkpointer persists it and time travel or a fork rewinds memory with the messages.
+
+Example:
+    >>> from langgraph.graph import START, MessagesState, StateGraph
+    >>> from langchain_om import ObservationalMemory, add_observational_memory
+    >>> from langchain_om.testing import ScriptedChatModel
+    >>> llm = ScriptedChatModel(script=["Hi!"])
+    >>> memory = ObservationalMemory(model=ScriptedChatModel(script=["* 🔴 (09:00) hi"]))
+    >>> builder = StateGraph(MessagesState)
+    >>> _ = builder.add_node("model", lambda s: {"messages": [llm.invoke(s["messages"])]})
+    >>> _ = builder.add_edge(START, "model")
+    >>> graph = add_observational_memory(builder, memory).compile(
+    ...     checkpointer=memory.checkpointer)
+    >>> graph.invoke({"messages": [("user", "hello")]},
+    ...     {"configurable": {"thread_id": "t1"}})["messages"][-1].content
+    'Hi!'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Annotated, Any, NotRequired, TypedDict
+
+from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.config import get_stream_writer
+from langgraph.graph import StateGraph
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
+
+from langchain_om._core.record import coerce_record
+from langchain_om._state import (
+    MEMORY_MESSAGE_ID,
+    OM_STATE_KEY,
+    WindowSplit,
+    run_ids,
+    split_messages,
+    step_number,
+)
+from langchain_om._turn import TurnOutcome, stamp_messages
+from langchain_om.engine import ObservationalMemory
+from langchain_om.errors import OMUsageError
+from langchain_om.events import OMEvent
+
+__all__ = ["ObservationalMemoryGraphState", "add_observational_memory"]
+
+GATE, OBSERVE, REFLECT = "om_gate", "om_observe", "om_reflect"
+
+
+class ObservationalMemoryGraphState(TypedDict):
+    """The state keys the OM nodes read and write."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    om_record: NotRequired[dict[str, Any]]
+
+
+def _writer() -> Any:
+    try:
+        return get_stream_writer()
+    except RuntimeError:
+        return None
+
+
+def _emitter() -> Any:
+    writer = _writer()
+
+    def emit(event: OMEvent) -> None:
+        if writer is not None:
+            writer(event.to_part())
+
+    return emit
+
+
+class _Nodes:
+    """The three OM nodes and their routers, bound to one engine."""
+
+    def __init__(self, memory: ObservationalMemory, before: str) -> None:
+        self.memory = memory
+        self.before = before
+
+    # -- shared pieces --------------------------------------------------------------------
+
+    def _messages_update(
+        self,
+        split: WindowSplit,
+        record: dict[str, Any],
+        *,
+        window: Sequence[BaseMessage],
+        removed_ids: Sequence[str] = (),
+        restamped: Sequence[BaseMessage] = (),
+    ) -> list[BaseMessage]:
+        present = {m.id for m in split.window}
+        context = self.memory.render(record)
+        memory_message: BaseMessage | None = None
+        if context.blocks:
+            memory_message = context.to_system_message()
+            memory_message.id = MEMORY_MESSAGE_ID
+        if memory_message is not None and split.memory is None:
+            # First memory message: rebuild so it sits right after the leading system prompts.
+            return [
+                RemoveMessage(id=REMOVE_ALL_MESSAGES),
+                *split.head,
+                memory_message,
+                *window,
+            ]
+        gone = {mid for mid in removed_ids if mid in present}
+        update: list[BaseMessage] = [RemoveMessage(id=mid) for mid in gone]
+        update.extend(m for m in restamped if m.id in present and m.id not in gone)
+        if memory_message is not None and (
+            split.memory is None or split.memory.content != memory_message.content
+        ):
+            update.append(memory_message)
+        return update
+
+    def _update(self, split: WindowSplit, outcome: TurnOutcome) -> dict[str, Any]:
+        record = dict(outcome.record)
+        messages = self._messages_update(
+            split,
+            record,
+            window=outcome.window,
+            removed_ids=outcome.removed_ids,
+            restamped=outcome.stamped,
+        )
+        update: dict[str, Any] = {OM_STATE_KEY: record}
+        if messages:
+            update["messages"] = messages
+        return update
+
+    def _args(self, state: dict[str, Any], config: RunnableConfig) -> tuple[WindowSplit, dict[str, Any]]:
+        split = split_messages(state.get("messages", []))
+        thread_id, resource_id = run_ids(config)
+        return split, {
+            "thread_id": thread_id,
+            "resource_id": resource_id,
+            "record": state.get(OM_STATE_KEY),
+            "window": split.window,
+            "step_number": step_number(split.window),
+            "emit": _emitter(),
+        }
+
+    # -- nodes ----------------------------------------------------------------------------
+
+    def gate(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        split, args = self._args(state, config)
+        record = coerce_record(args["record"])
+        if record is None:
+            if not args["thread_id"]:
+                raise OMUsageError(
+                    "Observational memory needs a thread id: compile the graph with a "
+                    "checkpointer and pass config={'configurable': {'thread_id': ...}}."
+                )
+            record = self.memory.new_record(
+                thread_id=args["thread_id"], resource_id=args["resource_id"]
+            )
+        stamped = stamp_messages(split.window, datetime.now(UTC))
+        messages = self._messages_update(
+            split, dict(record), window=split.window, restamped=stamped
+        )
+        update: dict[str, Any] = {OM_STATE_KEY: dict(record)}
+        if messages:
+            update["messages"] = messages
+        return update
+
+    def observe(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        split, args = self._args(state, config)
+        return self._update(split, self.memory.step(**args, reflect=False))
+
+    async def aobserve(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        split, args = self._args(state, config)
+        return self._update(split, await self.memory.astep(**args, reflect=False))
+
+    def reflect(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        split, args = self._args(state, config)
+        return self._update(split, self.memory.step(**args, observe=False))
+
+    async def areflect(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        split, args = self._args(state, config)
+        return self._update(split, await self.memory.astep(**args, observe=False))
+
+    # -- routers --------------------------------------------------------------------------
+
+    def route_gate(self, state: dict[str, Any]) -> str:
+        record = state.get(OM_STATE_KEY)
+        split = split_messages(state.get("messages", []))
+        if self.memory.should_observe(record, split.window):
+            return OBSERVE
+        if self.memory.should_reflect(record):
+            return REFLECT
+        return self.before
+
+    def route_observed(self, state: dict[str, Any]) -> str:
+        return REFLECT if self.memory.should_reflect(state.get(OM_STATE_KEY)) else self.before
+
+
+def add_observational_memory(
+    builder: StateGraph[Any, Any, Any, Any],
+    memory: ObservationalMemory,
+    *,
+    before: str = "model",
+) -> StateGraph[Any, Any, Any, Any]:
+    """Add observational memory in front of the node ``before`` of ``builder``.
+
+    Every edge into ``before`` (plain edges and conditional edges with a path map) is
+    redirected through the OM nodes. The state must have a ``messages`` key with the
+    ``add_messages`` reducer; the ``om_record`` key is added if missing. Returns ``builder``.
+
+    Args:
+        builder: the user's ``StateGraph`` (not compiled yet), with its model node added.
+        memory: the engine.
+        before: the name of the node that calls the model.
+
+    Raises:
+        OMUsageError: ``before`` is not a node of ``builder``, or a conditional edge routes to
+            it without a path map (so it cannot be redirected).
+    """
+    if before not in builder.nodes:
+        raise OMUsageError(
+            f"add_observational_memory(before={before!r}): the graph has no node named "
+            f"{before!r}. Add your model node first, or pass before='<your model node>'. "
+            f"Nodes: {sorted(builder.nodes)}."
+        )
+    for source, branches in builder.branches.items():
+        for name, spec in list(branches.items()):
+            if spec.ends is None:
+                raise OMUsageError(
+                    f"The conditional edge {name!r} from {source!r} has no path map, so edges "
+                    f"into {before!r} cannot be redirected through memory. Pass a path map to "
+                    "add_conditional_edges, e.g. {'model': 'model', 'tools': 'tools'}."
+                )
+            if before in spec.ends.values():
+                ends = {k: (GATE if v == before else v) for k, v in spec.ends.items()}
+                branches[name] = spec._replace(ends=ends)
+    builder.edges = {(s, GATE if e == before else e) for s, e in builder.edges}
+    builder.waiting_edges = {
+        (starts, GATE if e == before else e) for starts, e in builder.waiting_edges
+    }
+    nodes = _Nodes(memory, before)
+    schema = ObservationalMemoryGraphState
+    builder.add_node(GATE, RunnableLambda(nodes.gate), input_schema=schema)
+    builder.add_node(
+        OBSERVE, RunnableLambda(nodes.observe, afunc=nodes.aobserve), input_schema=schema
+    )
+    builder.add_node(
+        REFLECT, RunnableLambda(nodes.reflect, afunc=nodes.areflect), input_schema=schema
+    )
+    builder.add_conditional_edges(GATE, nodes.route_gate, [OBSERVE, REFLECT, before])
+    builder.add_conditional_edges(OBSERVE, nodes.route_observed, [REFLECT, before])
+    builder.add_edge(REFLECT, before)
+    return builder

@@ -1,0 +1,83 @@
+"""``BaseChatMessageHistory`` adapter (legacy surface, deprecated upstream in core 2.0).
+
+``messages`` is the memory system message followed by the unobserved window; ``add_messages``
+runs the same engine step as every other front door. The thread's record and window live in
+the engine's store, so any process sharing the store sees the same history.
+
+Example:
+    >>> from langchain_core.messages import AIMessage, HumanMessage
+    >>> from langchain_om import ObservationalMemory, ObservationalChatMessageHistory
+    >>> from langchain_om.testing import ScriptedChatModel
+    >>> memory = ObservationalMemory(model=ScriptedChatModel(script=["* 🔴 (09:00) hi"]))
+    >>> history = ObservationalChatMessageHistory(memory, thread_id="t1", resource_id="u1")
+    >>> history.add_messages([HumanMessage("hi"), AIMessage("hello")])
+    >>> [m.type for m in history.messages]
+    ['human', 'ai']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.messages import BaseMessage
+from langgraph.store.base import PutOp, SearchOp
+
+from langchain_om._effects import Plan, StoreBatch, run_async, run_sync
+from langchain_om.engine import ObservationalMemory, _context_messages
+from langchain_om.storage import archive_ns, state_delete_op
+
+__all__ = ["ObservationalChatMessageHistory"]
+
+_PAGE = 500
+
+
+class ObservationalChatMessageHistory(BaseChatMessageHistory):
+    """Chat history whose old messages become observations.
+
+    Args:
+        memory: the engine (its store keeps the history).
+        thread_id: the conversation.
+        resource_id: the user or resource owning the conversation.
+    """
+
+    def __init__(
+        self, memory: ObservationalMemory, *, thread_id: str, resource_id: str | None = None
+    ) -> None:
+        self.memory = memory
+        self.thread_id = thread_id
+        self.resource_id = resource_id
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """The memory system message (when there is memory) followed by the window."""
+        return _context_messages(self.memory.status(thread_id=self.thread_id))
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        """Async twin of :attr:`messages`."""
+        return _context_messages(await self.memory.astatus(thread_id=self.thread_id))
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Append ``messages`` and run the OM step (observes when over the threshold)."""
+        self.memory.add_messages(self.thread_id, messages, resource_id=self.resource_id)
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Async twin of :meth:`add_messages`."""
+        await self.memory.aadd_messages(self.thread_id, messages, resource_id=self.resource_id)
+
+    def _clear_plan(self) -> Plan[None]:
+        ns = archive_ns(self.thread_id)
+        while True:
+            (items,) = yield StoreBatch([SearchOp(ns, limit=_PAGE)])
+            if not items:
+                break
+            yield StoreBatch([PutOp(ns, item.key, None) for item in items])
+        yield StoreBatch([state_delete_op(self.thread_id)])
+
+    def clear(self) -> None:
+        """Forget the thread: its window, its observations and its archive."""
+        run_sync(self._clear_plan(), self.memory._executor)
+
+    async def aclear(self) -> None:
+        """Async twin of :meth:`clear`."""
+        await run_async(self._clear_plan(), self.memory._executor)

@@ -1,0 +1,130 @@
+"""``create_agent`` middleware: observational memory for LangChain v1 agents.
+
+Example:
+    >>> from langchain.agents import create_agent
+    >>> from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
+    >>> from langchain_om.testing import ScriptedChatModel
+    >>> memory = ObservationalMemory(model=ScriptedChatModel(script=["* 🔴 (09:00) hi"]))
+    >>> agent = create_agent(ScriptedChatModel(script=["Hello!"]), [],
+    ...     middleware=[ObservationalMemoryMiddleware(memory)],
+    ...     checkpointer=memory.checkpointer, store=memory.store)
+    >>> out = agent.invoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": "t1"}})
+    >>> out["messages"][-1].content
+    'Hello!'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, NotRequired
+
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
+from langchain.agents.middleware.types import ModelResponse, PrivateStateAttr
+from langchain_core.messages import SystemMessage
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+
+from langchain_om._state import OM_STATE_KEY, run_ids, split_messages, state_update, step_number
+from langchain_om.engine import ObservationalMemory
+from langchain_om.events import OMEvent
+
+__all__ = ["ObservationalMemoryMiddleware", "ObservationalMemoryState"]
+
+
+class ObservationalMemoryState(AgentState[Any]):
+    """Agent state with the OM record (JSON-native, private to the middleware)."""
+
+    om_record: NotRequired[Annotated[dict[str, Any], PrivateStateAttr]]
+
+
+class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, Any]):
+    """Observe, reflect and inject memory around every model call of a ``create_agent`` agent.
+
+    ``before_model`` runs the engine step (observed messages go to the store's archive, then
+    leave state through per-id ``RemoveMessage``); ``wrap_model_call`` renders the memory
+    (preamble, observation log, hints) after the agent's own system prompt through
+    ``request.override``. Both have sync and async variants over one implementation.
+
+    Args:
+        memory: the engine.
+        name: the middleware name (override to use two instances in one agent).
+    """
+
+    state_schema = ObservationalMemoryState
+
+    def __init__(self, memory: ObservationalMemory, *, name: str | None = None) -> None:
+        super().__init__()
+        self.memory = memory
+        self._name = name
+        self.tools = list(memory.tools)
+
+    @property
+    def name(self) -> str:
+        """Middleware name used for its graph nodes."""
+        return self._name or type(self).__name__
+
+    def _step_args(self, state: dict[str, Any], runtime: Runtime[Any]) -> dict[str, Any]:
+        try:
+            config = get_config()
+        except RuntimeError:
+            config = {}
+        thread_id, resource_id = run_ids(config, runtime)
+        split = split_messages(state.get("messages", []))
+        writer = getattr(runtime, "stream_writer", None)
+
+        def emit(event: OMEvent) -> None:
+            if writer is not None:
+                writer(event.to_part())
+
+        return {
+            "thread_id": thread_id,
+            "resource_id": resource_id,
+            "record": state.get(OM_STATE_KEY),
+            "window": split.window,
+            "step_number": step_number(split.window),
+            "emit": emit,
+        }
+
+    def before_model(
+        self, state: ObservationalMemoryState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Run the OM step before each model call."""
+        args = self._step_args(dict(state), runtime)
+        outcome = self.memory.step(**args)
+        present = {m.id for m in state["messages"] if m.id}
+        return state_update(outcome, present)
+
+    async def abefore_model(
+        self, state: ObservationalMemoryState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Async twin of :meth:`before_model`."""
+        args = self._step_args(dict(state), runtime)
+        outcome = await self.memory.astep(**args)
+        present = {m.id for m in state["messages"] if m.id}
+        return state_update(outcome, present)
+
+    def _with_memory(self, request: ModelRequest) -> ModelRequest:
+        context = self.memory.render(request.state.get(OM_STATE_KEY))
+        if not context.blocks:
+            return request
+        blocks: list[Any] = []
+        if request.system_message is not None:
+            content = request.system_message.content
+            blocks.extend([{"type": "text", "text": content}] if isinstance(content, str)
+                          else content)
+        blocks.extend({"type": "text", "text": b} for b in context.blocks)
+        return request.override(system_message=SystemMessage(content=blocks))
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        """Give the model the memory context."""
+        return handler(self._with_memory(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        """Async twin of :meth:`wrap_model_call`."""
+        return await handler(self._with_memory(request))
