@@ -1,0 +1,879 @@
+"""Validated options of Observational Memory.
+
+``ObservationalMemoryConfig`` holds everything a user can tune; ``ObservationConfig``,
+``ReflectionConfig``, ``RetrievalConfig``, ``ModelSettings`` and ``Hooks`` are its parts. All are
+frozen pydantic models that accept snake_case names and Mastra's camelCase keys
+(``messageTokens``, ``bufferTokens``, ...), so a Mastra config can be pasted as is.
+
+Every problem is reported at construction as :class:`~langchain_om.errors.OMConfigError`, whose
+``option`` is the dotted snake_case path of the bad option (``"observation.buffer_tokens"``;
+for an unknown key, the key as written) and whose message says how to fix it.
+
+Derived values (absolute token thresholds, inherited settings, the effective models) are
+read-only properties, so the rest of the package never recomputes them::
+
+    config = ObservationalMemoryConfig.coerce({"observation": {"messageTokens": 20_000}})
+    config.observation.buffer_interval_tokens  # 4000
+    config.buffering_enabled  # True
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import math
+import re
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from langchain_om.errors import OMConfigError
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "Hooks",
+    "ModelSettings",
+    "ObservationConfig",
+    "ObservationalMemoryConfig",
+    "ReflectionConfig",
+    "RetrievalConfig",
+    "parse_duration",
+]
+
+DEFAULT_MODEL = "google/gemini-2.5-flash"
+"""The Observer and Reflector model used when none is configured (also named by 'default')."""
+
+_DURATION_FIX = (
+    "Use milliseconds (300000), a duration such as '300ms', '45s', '5m', '1h', '1hr', '2h30m' or "
+    "'1d', 'auto' for the actor provider's prompt-cache TTL, or False for off."
+)
+_UNIT_MS = {
+    **dict.fromkeys(("ms", "msec", "msecs", "millisecond", "milliseconds"), 1),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1_000),
+    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), 60_000),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), 3_600_000),
+    **dict.fromkeys(("d", "day", "days"), 86_400_000),
+}
+_NUMBER = r"(?:\d+(?:\.\d+)?|\.\d+)"
+_DURATION = re.compile(rf"(?:\s*{_NUMBER}\s*[a-z]+)+\s*")
+_DURATION_PART = re.compile(rf"({_NUMBER})\s*([a-z]+)")
+_MIME_TOKEN = r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*"
+_MIME_PATTERN = re.compile(rf"\*|\*/\*|{_MIME_TOKEN}/(?:\*|{_MIME_TOKEN})")
+_FAILURE_POLICIES = {"raise": "raise", "throw": "raise"} | dict.fromkeys(
+    ("continue", "warn", "bypass"), "continue"
+)
+_NOT_CONFIG = ("storage", "store", "checkpointer", "on_debug_event")
+
+
+# --- errors -------------------------------------------------------------------------------
+
+
+class _Invalid(ValueError):
+    """A problem found by a validator; becomes ``OMConfigError`` once its full path is known."""
+
+    def __init__(self, problem: str, fix: str, *, option: str = "") -> None:
+        super().__init__(problem)
+        self.problem, self.fix, self.option = problem, fix, option
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _to_error(invalid: _Invalid, prefix: str = "") -> OMConfigError:
+    path = ".".join(part for part in (prefix, invalid.option) if part)
+    return OMConfigError(f"Invalid option {path!r}: {invalid.problem}. {invalid.fix}", option=path)
+
+
+def _nested_model(model: type[BaseModel] | None, name: str) -> type[BaseModel] | None:
+    """The config class of field ``name`` of ``model``, if it holds one."""
+    field = model.model_fields.get(name) if model is not None else None
+    annotation = field.annotation if field is not None else None
+    for candidate in (annotation, *getattr(annotation, "__args__", ())):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+def _config_error(exc: ValidationError, model: type[BaseModel]) -> OMConfigError:
+    """Turn pydantic's ``ValidationError`` into one ``OMConfigError`` naming each option."""
+    found: list[OMConfigError] = []
+    for err in exc.errors(include_url=False):
+        loc = [part for part in err["loc"] if isinstance(part, str) and part.isidentifier()]
+        cause = (err.get("ctx") or {}).get("error")
+        if isinstance(cause, _Invalid):
+            found.append(_to_error(cause, ".".join(loc)))
+            continue
+        owner: type[BaseModel] | None = model
+        for part in loc[:-1]:
+            owner = _nested_model(owner, part)
+        field = owner.model_fields.get(loc[-1]) if owner is not None and loc else None
+        hint = f"Expected: {field.description}" if field and field.description else ""
+        path = ".".join(loc)
+        text = f"Invalid option {path!r}: {err['msg']} (got {_short(err.get('input'))}). {hint}"
+        found.append(OMConfigError(text.rstrip(), option=path or None))
+    if len(found) == 1:
+        return found[0]
+    others = "".join(f"\n  - {error.message}" for error in found[1:])
+    return OMConfigError(f"{found[0].message}\nOther problems:{others}", option=found[0].option)
+
+
+_DEPTH: ContextVar[int] = ContextVar("langchain_om_config_depth", default=0)
+
+
+@contextmanager
+def _config_errors(model: type[BaseModel]) -> Iterator[None]:
+    """Convert pydantic's error into ``OMConfigError`` once, at the outermost config.
+
+    Pydantic calls the ``__init__`` of nested configs too; they let the error pass so that the
+    outermost one reports it with the full path.
+    """
+    token = _DEPTH.set(_DEPTH.get() + 1)
+    try:
+        yield
+    except ValidationError as exc:
+        if _DEPTH.get() > 1:
+            raise
+        raise _config_error(exc, model) from None
+    finally:
+        _DEPTH.reset(token)
+
+
+# --- keys: camelCase, unknown keys ----------------------------------------------------------
+
+
+@functools.cache
+def _spellings(model: type[BaseModel]) -> dict[str, str]:
+    """Map every accepted spelling (snake name and camelCase alias) to the field name."""
+    names = {name: name for name in model.model_fields}
+    names.update({f.alias: name for name, f in model.model_fields.items() if f.alias})
+    return names
+
+
+def _unknown_key(model: type[BaseModel], key: object) -> _Invalid:
+    text, fields = str(key), model.model_fields
+    if text in _NOT_CONFIG or text == "onDebugEvent":
+        fix = "Pass it to ObservationalMemory(...); it is not part of the config."
+        return _Invalid("is not a configuration option", fix, option=text)
+    squashed = {name.replace("_", ""): name for name in fields}
+    match = difflib.get_close_matches(text.replace("_", "").lower(), list(squashed), n=1)
+    if not match:
+        return _Invalid("unknown option", f"Valid options: {', '.join(fields)}.", option=text)
+    name = squashed[match[0]]
+    spelling = (fields[name].alias or name) if any(c.isupper() for c in text) else name
+    return _Invalid("unknown option", f"Did you mean {spelling!r}?", option=text)
+
+
+def _canonical(model: type[BaseModel], data: Mapping[Any, Any]) -> dict[str, Any]:
+    """Rename camelCase keys to field names; reject unknown and doubly given keys."""
+    spellings, out = _spellings(model), {}
+    for key, value in data.items():
+        name = spellings.get(key) if isinstance(key, str) else None
+        if name is None:
+            raise _unknown_key(model, key)
+        if name in out:
+            given = f"as {name!r} and {model.model_fields[name].alias!r}"
+            raise _Invalid(f"is given twice ({given})", "Keep one spelling.", option=name)
+        out[name] = value
+    return out
+
+
+# --- values --------------------------------------------------------------------------------
+
+
+def _numeric(
+    expected: str,
+    fix: str,
+    valid: Callable[[float], bool],
+    *,
+    whole: bool = False,
+    off: bool = False,
+) -> BeforeValidator:
+    """Validator of a finite number (never a bool) for which ``valid`` holds.
+
+    ``whole`` requires an integer; ``off`` also accepts ``False``. Integral floats of 1 or more
+    become ints.
+    """
+
+    def validate(value: Any) -> Any:
+        if off and value is False:
+            return False
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not (number and math.isfinite(value) and valid(value)) or (
+            whole and not float(value).is_integer()
+        ):
+            raise _Invalid(f"must be {expected}, got {_short(value)}", fix)
+        return int(value) if float(value).is_integer() and (whole or value >= 1) else value
+
+    return BeforeValidator(validate)
+
+
+def _duration(value: object) -> int | Literal["auto", False]:
+    """Parse a duration into milliseconds; keep ``"auto"`` and ``False`` (off)."""
+    if value is False:
+        return False
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if math.isfinite(value) and value >= 0:
+            return round(value)
+        raise _Invalid(f"must be 0 or more milliseconds, got {value!r}", _DURATION_FIX)
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text == "auto":
+            return "auto"
+        if text.isdigit():
+            return int(text)
+        parts = _DURATION_PART.findall(text) if _DURATION.fullmatch(text) else []
+        if parts and all(unit in _UNIT_MS for _, unit in parts):
+            return round(sum(float(amount) * _UNIT_MS[unit] for amount, unit in parts))
+    raise _Invalid(f"{_short(value)} is not a duration", _DURATION_FIX)
+
+
+def parse_duration(
+    value: object, *, option: str = "activate_after_idle"
+) -> int | Literal["auto"] | None:
+    """Parse an ``activate_after_idle`` value.
+
+    Args:
+        value: milliseconds (an ``int``), a duration string (``"300ms"``, ``"45s"``, ``"5m"``,
+            ``"1h"``/``"1hr"``, ``"2h30m"``, ``"1.5h"``, ``"1d"``; case and spaces are ignored;
+            a bare number string is milliseconds), ``"auto"``, or ``False``/``None`` for off.
+        option: the option name given in the error.
+
+    Returns:
+        Milliseconds, ``"auto"``, or ``None`` when off.
+
+    Raises:
+        OMConfigError: the value is not a duration (``True``, a negative number, ``"soon"``).
+    """
+    if value is None:
+        return None
+    try:
+        parsed = _duration(value)
+    except _Invalid as invalid:
+        invalid.option = option
+        raise _to_error(invalid) from None
+    return None if parsed is False else parsed
+
+
+def _check(test: Callable[[Any], bool], expected: str, fix: str) -> BeforeValidator:
+    """Validator that passes values for which ``test`` holds and rejects the rest."""
+
+    def validate(value: Any) -> Any:
+        if not test(value):
+            raise _Invalid(f"must be {expected}, got {_short(value)}", fix)
+        return value
+
+    return BeforeValidator(validate)
+
+
+def _attachments(value: Any) -> Any:
+    fix = "Use True, False, 'auto', or a list of MIME types such as ['image/*', 'text/plain']."
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            if not isinstance(item, str) or not _MIME_PATTERN.fullmatch(item):
+                raise _Invalid(f"item {index} ({_short(item)}) is not a MIME type pattern", fix)
+        return tuple(value)
+    if isinstance(value, bool) or value == "auto":
+        return value
+    hint = " Wrap a single MIME type in a list." if isinstance(value, str) else ""
+    raise _Invalid(f"must be True, False, 'auto' or a list, got {_short(value)}", fix + hint)
+
+
+def _failure_policy(value: Any) -> str:
+    policy = _FAILURE_POLICIES.get(value.lower()) if isinstance(value, str) else None
+    if policy is None:
+        fix = "Use 'raise' to fail the turn or 'continue' to go on without observing."
+        raise _Invalid(f"must be 'raise' or 'continue', got {_short(value)}", fix)
+    return policy
+
+
+def _extractors(value: Any) -> tuple[Any, ...]:
+    if value is None or isinstance(value, list | tuple):
+        return tuple(value or ())
+    raise _Invalid(f"must be a list of extractors, got {_short(value)}", "Wrap it in a list.")
+
+
+def _sub_config(value: Any) -> Any:
+    if value is None or value is True:
+        return {}
+    if isinstance(value, Mapping | BaseModel):
+        return value
+    extra = " To turn OM off use enabled=False." if value is False else ""
+    raise _Invalid(
+        f"must be True, a dict or a config object, got {_short(value)}",
+        "Pass a dict of the options to change, or leave it out for the defaults." + extra,
+    )
+
+
+def _positive_tokens(example: int) -> BeforeValidator:
+    fix = f"Use a whole number of tokens, e.g. {example}."
+    return _numeric("a whole number of tokens, at least 1", fix, lambda x: x >= 1, whole=True)
+
+
+_ModelSpec = Annotated[
+    Any,
+    _check(
+        lambda v: not isinstance(v, str) or bool(v.strip()),
+        "a model name, not an empty string",
+        f"Name a model such as {DEFAULT_MODEL!r}, or leave it out.",
+    ),
+]
+_Extractors = Annotated[tuple[Any, ...], BeforeValidator(_extractors)]
+_Idle = Annotated[
+    int | Literal["auto", False] | None, BeforeValidator(lambda v: v if v is None else _duration(v))
+]
+_BlockAfter = Annotated[
+    int | float,
+    _numeric(
+        "at least 1",
+        "Use a multiple of the threshold in [1, 100) or an absolute token count >= 100.",
+        lambda x: x >= 1,
+    ),
+]
+_Scope = Annotated[
+    Literal["thread", "resource"],
+    _check(
+        lambda v: v in ("thread", "resource"),
+        "'thread' or 'resource'",
+        "Use 'thread' (one log per conversation) or 'resource' (one log per user).",
+    ),
+]
+_Hook = Annotated[
+    Any,
+    _check(
+        lambda v: v is None or callable(v), "a callable", "Pass a function or coroutine function."
+    ),
+]
+
+
+# --- models --------------------------------------------------------------------------------
+
+
+class _Options(BaseModel):
+    """Shared behaviour: camelCase keys, did-you-mean, ``OMConfigError`` instead of pydantic's."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        use_attribute_docstrings=True,
+        populate_by_name=True,
+        arbitrary_types_allowed=True,
+        alias_generator=to_camel,
+        protected_namespaces=(),
+    )
+
+    def __init__(self, /, **data: Any) -> None:
+        with _config_errors(type(self)):
+            super().__init__(**data)
+
+    @classmethod
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:
+        """Validate ``obj`` as pydantic does, raising ``OMConfigError`` on bad options."""
+        with _config_errors(cls):
+            return super().model_validate(obj, *args, **kwargs)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_camel_case(cls, data: Any) -> Any:
+        return _canonical(cls, data) if isinstance(data, Mapping) else data
+
+    def to_mastra(self, *, exclude_unset: bool = True) -> dict[str, Any]:
+        """Return the options as a Mastra-style camelCase dict that coerces back to an equal config.
+
+        Unlike ``model_dump``, model objects, extractors and hooks are kept as they are.
+
+        Args:
+            exclude_unset: keep only the options set explicitly (the default; this also keeps
+                the explicit/default distinction that the resource-scope warning relies on).
+        """
+        out: dict[str, Any] = {}
+        for name, field in type(self).model_fields.items():
+            if not exclude_unset or name in self.model_fields_set:
+                value = getattr(self, name)
+                if isinstance(value, _Options):
+                    value = value.to_mastra(exclude_unset=exclude_unset)
+                out[field.alias or name] = value
+        return out
+
+
+class ModelSettings(_Options):
+    """Sampling settings of the Observer or Reflector model."""
+
+    temperature: float | None = Field(default=None, ge=0)
+    """Sampling temperature (0 or more); None leaves the provider default."""
+    max_output_tokens: int | None = Field(default=None, gt=0)
+    """Largest number of tokens the model may produce; None leaves the provider default."""
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    """Nucleus sampling probability in (0, 1]; None leaves the provider default."""
+
+
+def _model_settings(temperature: float) -> BeforeValidator:
+    """Validator that fills in the role's default temperature unless the user gave one."""
+
+    def validate(value: Any) -> Any:
+        if value is None:
+            return ModelSettings(temperature=temperature)
+        if isinstance(value, Mapping):
+            return value if "temperature" in value else {**value, "temperature": temperature}
+        if isinstance(value, ModelSettings):
+            return value
+        fix = "Pass e.g. {'temperature': 0.3, 'max_output_tokens': 8000}."
+        raise _Invalid(f"must be a dict or ModelSettings, got {_short(value)}", fix)
+
+    return BeforeValidator(validate)
+
+
+class ObservationConfig(_Options):
+    """Options of the Observer, which turns unobserved messages into observations."""
+
+    model: _ModelSpec = None
+    """Observer model spec; falls back to reflection.model, then the default model."""
+    instruction: str | None = None
+    """Text appended to the Observer's system prompt."""
+    thread_title: StrictBool = False
+    """Let the Observer propose a short thread title and update it when the topic changes."""
+    extract: _Extractors = ()
+    """Extractors run during observation."""
+    manage_working_memory: StrictBool = False
+    """Add a working-memory extractor."""
+    observe_attachments: Annotated[
+        bool | Literal["auto"] | tuple[str, ...], BeforeValidator(_attachments)
+    ] = True
+    """True forwards attachments to the Observer, False drops them (keeping placeholders),
+    'auto' forwards them when the Observer model is multimodal; a list is a case-sensitive MIME
+    allowlist with 'image/*' and '*' wildcards."""
+    message_tokens: Annotated[int, _positive_tokens(30_000)] = 30_000
+    """Unobserved-message tokens that trigger observation."""
+    max_tokens_per_batch: Annotated[int, _positive_tokens(10_000)] = 10_000
+    """Resource scope: token cap of one batch of threads observed together."""
+    model_settings: Annotated[ModelSettings, _model_settings(0.3)] = Field(
+        default_factory=lambda: ModelSettings(temperature=0.3)
+    )
+    """Observer sampling settings (temperature 0.3 unless given)."""
+    provider_options: dict[str, Any] | None = None
+    """Provider-specific options passed through to the Observer model."""
+    buffer_tokens: Annotated[
+        int | float | Literal[False],
+        _numeric(
+            "greater than 0 (or False)",
+            "Use a fraction of message_tokens (e.g. 0.2), an absolute token count, or False.",
+            lambda x: x > 0,
+            off=True,
+        ),
+    ] = 0.2
+    """Background buffering interval: below 1 a fraction of message_tokens, 1 or more absolute
+    tokens; must resolve below message_tokens; False turns off all async buffering."""
+    buffer_on_idle: StrictBool = False
+    """Buffer the remaining unobserved messages when an agent turn ends."""
+    buffer_activation: Annotated[
+        int | float,
+        _numeric(
+            "in (0, 1] or at least 1000",
+            "Use a fraction in (0, 1] (0.8 removes ~80%) or an absolute token count >= 1000.",
+            lambda x: 0 < x <= 1 or x >= 1000,
+        ),
+    ] = 0.8
+    """On activation: in (0, 1] the fraction of message_tokens to remove, 1000 or more the
+    number of tokens to keep."""
+    activate_after_idle: _Idle = None
+    """Idle time (ms, '5m', 'auto') after which buffered observations activate; None inherits
+    the top-level value, False switches it off."""
+    activate_on_provider_change: StrictBool | None = None
+    """Activate buffered observations when the actor model changes; None inherits."""
+    block_after: _BlockAfter = 1.2
+    """Synchronous observation threshold: in [1, 100) a multiple of message_tokens, 100 or more
+    absolute tokens above message_tokens."""
+    previous_observer_tokens: Annotated[
+        int | Literal[False],
+        _numeric(
+            "a whole number of tokens, 0 or more (or False)",
+            "Use e.g. 2000; 0 shows no previous observations, False shows all.",
+            lambda x: x >= 0,
+            whole=True,
+            off=True,
+        ),
+    ] = 2_000
+    """Token budget of previous observations shown to the Observer; 0 = none, False = all."""
+    failure_policy: Annotated[Literal["raise", "continue"], BeforeValidator(_failure_policy)] = (
+        "raise"
+    )
+    """What a failed synchronous observation does: 'raise' fails the turn, 'continue' goes on
+    without observing (Mastra's 'throw', 'warn' and 'bypass' are accepted)."""
+    tool_result_max_tokens: Annotated[int, _positive_tokens(10_000)] = 10_000
+    """Tool results longer than this are truncated before the Observer sees them."""
+
+    @model_validator(mode="after")
+    def _check_against_message_tokens(self) -> Self:
+        limit, interval = self.message_tokens, self.buffer_interval_tokens
+        if interval is not None and not 0 < interval < limit:
+            raise _Invalid(
+                f"resolves to {interval} tokens; it must be at least 1 and below "
+                f"message_tokens ({limit})",
+                "Use a fraction such as 0.2, fewer tokens, or raise message_tokens.",
+                option="buffer_tokens",
+            )
+        if self.buffer_activation >= max(1000, limit):
+            raise _Invalid(
+                f"keeps {self.buffer_activation} tokens, not below message_tokens ({limit})",
+                "Use a fraction such as 0.8, or keep fewer tokens than message_tokens.",
+                option="buffer_activation",
+            )
+        if 100 <= self.block_after <= limit:
+            raise _Invalid(
+                f"is {self.block_after} tokens, not above message_tokens ({limit})",
+                "Use a multiple such as 1.2, or a token count above message_tokens.",
+                option="block_after",
+            )
+        return self
+
+    @property
+    def buffer_interval_tokens(self) -> int | None:
+        """Absolute buffering interval in tokens; None when ``buffer_tokens`` is False.
+
+        Resource scope turns buffering off too: see ``ObservationalMemoryConfig.buffering_enabled``.
+        """
+        value = self.buffer_tokens
+        if value is False:
+            return None
+        return round(value * self.message_tokens) if value < 1 else round(value)
+
+    @property
+    def retention_floor_tokens(self) -> int:
+        """Unobserved tokens kept by an activation: ``message_tokens × (1 − buffer_activation)``."""
+        value = self.buffer_activation
+        return round(value) if value >= 1000 else round(self.message_tokens * (1 - value))
+
+    @property
+    def block_after_tokens(self) -> int:
+        """Unobserved tokens at which observation runs synchronously."""
+        value = self.block_after
+        return round(value) if value >= 100 else round(value * self.message_tokens)
+
+
+class ReflectionConfig(_Options):
+    """Options of the Reflector, which condenses the observation log."""
+
+    model: _ModelSpec = None
+    """Reflector model spec; falls back to observation.model, then the default model."""
+    instruction: str | None = None
+    """Text appended to the Reflector's system prompt."""
+    extract: _Extractors = ()
+    """Extractors run during reflection."""
+    observation_tokens: Annotated[int, _positive_tokens(40_000)] = 40_000
+    """Observation tokens that trigger reflection."""
+    model_settings: Annotated[ModelSettings, _model_settings(0.0)] = Field(
+        default_factory=lambda: ModelSettings(temperature=0.0)
+    )
+    """Reflector sampling settings (temperature 0 unless given)."""
+    provider_options: dict[str, Any] | None = None
+    """Provider-specific options passed through to the Reflector model."""
+    buffer_activation: Annotated[
+        float,
+        _numeric(
+            "in (0, 1]",
+            "Use a fraction of observation_tokens in (0, 1], e.g. 0.5.",
+            lambda x: 0 < x <= 1,
+        ),
+    ] = 0.5
+    """Start background reflection at this fraction of observation_tokens, in (0, 1]."""
+    activate_after_idle: _Idle = None
+    """Idle time (ms, '5m', 'auto') after which a buffered reflection activates; never inherited
+    from the top level; None or False = off."""
+    activate_on_provider_change: StrictBool = False
+    """Activate a buffered reflection when the actor model changes; never inherited."""
+    block_after: _BlockAfter = 1.2
+    """Synchronous reflection threshold: in [1, 100) a multiple of observation_tokens, 100 or
+    more absolute tokens above observation_tokens."""
+
+    @model_validator(mode="after")
+    def _check_against_observation_tokens(self) -> Self:
+        if 100 <= self.block_after <= self.observation_tokens:
+            raise _Invalid(
+                f"is {self.block_after} tokens, not above observation_tokens "
+                f"({self.observation_tokens})",
+                "Use a multiple such as 1.2, or a token count above observation_tokens.",
+                option="block_after",
+            )
+        return self
+
+    @property
+    def block_after_tokens(self) -> int:
+        """Observation tokens at which reflection runs synchronously."""
+        value = self.block_after
+        return round(value) if value >= 100 else round(value * self.observation_tokens)
+
+    @property
+    def buffer_start_tokens(self) -> int:
+        """Observation tokens at which background reflection starts."""
+        return round(self.buffer_activation * self.observation_tokens)
+
+
+class RetrievalConfig(_Options):
+    """Options of retrieval: source pointers on observation groups and the ``recall`` tool."""
+
+    vector: StrictBool = False
+    """Add semantic search through a vector-indexed store and an embedder."""
+    scope: Annotated[
+        Literal["resource", "thread"],
+        _check(
+            lambda v: v in ("resource", "thread"),
+            "'resource' or 'thread'",
+            "Use 'resource' to search all threads of the user, 'thread' for the current one.",
+        ),
+    ] = "resource"
+    """Search all threads of the resource ('resource') or only the current thread ('thread')."""
+    instructions: str | None = None
+    """Text appended to the built-in recall guidance."""
+
+
+class Hooks(_Options):
+    """Callbacks (sync or async) around every observation and reflection cycle.
+
+    Each gets a context with ``thread_id``, ``resource_id`` and ``trigger``; end hooks also get
+    token usage and ``error`` on failure. A hook that raises is logged, never fatal.
+    """
+
+    on_observation_start: _Hook = None
+    """Called when an observation cycle starts."""
+    on_observation_end: _Hook = None
+    """Called when an observation cycle ends (also on failure)."""
+    on_reflection_start: _Hook = None
+    """Called when a reflection cycle starts."""
+    on_reflection_end: _Hook = None
+    """Called when a reflection cycle ends (also on failure)."""
+
+
+def _caller_stacklevel() -> int:
+    """``stacklevel`` of the first frame outside langchain_om and pydantic, for warnings."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and str(frame.f_globals.get("__name__")).startswith(
+        ("langchain_om", "pydantic")
+    ):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+class ObservationalMemoryConfig(_Options):
+    """All options of Observational Memory.
+
+    Build it with :meth:`coerce` (``None``, ``True``, ``False``, a dict with snake_case or
+    Mastra camelCase keys, or a config, plus keyword overrides) or with keyword arguments.
+
+    Example:
+        ```python
+        config = ObservationalMemoryConfig.coerce(
+            {"observation": {"messageTokens": 20_000, "bufferTokens": False}}
+        )
+        assert config.observation.message_tokens == 20_000
+        assert not config.buffering_enabled
+        ```
+    """
+
+    enabled: StrictBool = True
+    """Only an explicit False disables OM."""
+    model: _ModelSpec = None
+    """Model of both the Observer and the Reflector; None or 'default' means DEFAULT_MODEL.
+    Cannot be combined with observation.model or reflection.model."""
+    scope: _Scope = "thread"
+    """'thread' keeps one observation log per thread; 'resource' shares one across all threads
+    of a resource (experimental; turns async buffering off)."""
+    activate_after_idle: _Idle = None
+    """Idle time (ms, '5m', 'auto') after which buffered observations activate below the
+    threshold; None or False = off. Reflection does not inherit it."""
+    activate_on_provider_change: StrictBool = False
+    """Activate buffered observations when the actor model changes; reflection does not inherit."""
+    share_token_budget: StrictBool = False
+    """Messages and observations share message_tokens + observation_tokens; needs
+    observation.buffer_tokens=False."""
+    temporal_markers: StrictBool = False
+    """Insert a time-gap reminder before a user message sent 10 minutes or more after the last."""
+    retrieval: Annotated[
+        RetrievalConfig | None,
+        BeforeValidator(lambda v: None if v is None or v is False else _sub_config(v)),
+    ] = None
+    """Retrieval and the recall tool: True, a dict or a RetrievalConfig turn it on; None or
+    False (stored as None) keep it off."""
+    hooks: Annotated[Hooks, BeforeValidator(_sub_config)] = Field(default_factory=Hooks)
+    """Callbacks around observation and reflection cycles."""
+    observation: Annotated[ObservationConfig, BeforeValidator(_sub_config)] = Field(
+        default_factory=ObservationConfig
+    )
+    """Observer options."""
+    reflection: Annotated[ReflectionConfig, BeforeValidator(_sub_config)] = Field(
+        default_factory=ReflectionConfig
+    )
+    """Reflector options."""
+    obscure_thread_ids: StrictBool | None = None
+    """Hash thread ids before they enter observation text; None = only in resource scope."""
+
+    @model_validator(mode="after")
+    def _check_combinations(self) -> Self:
+        for role in ("observation", "reflection"):
+            if self.model is not None and getattr(self, role).model is not None:
+                raise _Invalid(
+                    f"cannot be combined with {role}.model",
+                    "Set one shared model at the top level, or drop the top-level model and set "
+                    "observation.model and reflection.model.",
+                    option="model",
+                )
+        thread = self.scope == "thread"
+        if thread and self.share_token_budget and self.observation.buffer_tokens is not False:
+            raise _Invalid(
+                "needs async buffering off",
+                "Set observation.buffer_tokens=False, or share_token_budget=False.",
+                option="share_token_budget",
+            )
+        ignored = [] if thread else self._explicit_buffering_options()
+        if ignored:
+            warnings.warn(
+                f"Async buffering is disabled in resource scope; ignoring {', '.join(ignored)}. "
+                "Remove them or use scope='thread'.",
+                UserWarning,
+                stacklevel=_caller_stacklevel(),
+            )
+        return self
+
+    def _explicit_buffering_options(self) -> list[str]:
+        observation, explicit = self.observation, self.observation.model_fields_set
+        if "buffer_tokens" in explicit and observation.buffer_tokens is False:
+            return []  # the user turned buffering off already
+        names = ["buffer_tokens", "buffer_activation", "block_after"]
+        names += ["buffer_on_idle"] if observation.buffer_on_idle else []
+        found = [f"observation.{name}" for name in names if name in explicit]
+        if "buffer_activation" in self.reflection.model_fields_set:
+            found.append("reflection.buffer_activation")
+        return found
+
+    @classmethod
+    def coerce(cls, value: Any = None, /, **kwargs: Any) -> ObservationalMemoryConfig:
+        """Build a config from any accepted form.
+
+        Args:
+            value: ``None`` or ``True`` (defaults), ``False`` (``enabled=False``), a dict
+                (snake_case or camelCase keys), or an existing config.
+            **kwargs: options that override ``value``; a dict given for a nested config is
+                merged into that config's explicitly set options instead of replacing them.
+
+        Returns:
+            The validated config (``value`` itself when it is a config and nothing overrides it).
+
+        Raises:
+            OMConfigError: an option is unknown or invalid; ``.option`` is its dotted path.
+        """
+        if isinstance(value, ObservationalMemoryConfig) and not kwargs:
+            return value
+        if value is None or isinstance(value, bool):
+            value = {} if value in (None, True) else {"enabled": False}
+        elif not isinstance(value, ObservationalMemoryConfig | Mapping):
+            raise OMConfigError(
+                f"Invalid observational memory options {_short(value)}: pass None, True, False, "
+                "a dict of options or an ObservationalMemoryConfig.",
+                option=None,
+            )
+        if kwargs:
+            try:
+                value = _merge(cls, value, kwargs)
+            except _Invalid as invalid:
+                raise _to_error(invalid) from None
+        return cls.model_validate(value)
+
+    @property
+    def buffering_enabled(self) -> bool:
+        """Whether async buffering runs: enabled, thread scope and buffer_tokens not False."""
+        buffer_tokens = self.observation.buffer_tokens
+        return self.enabled and self.scope == "thread" and buffer_tokens is not False
+
+    @property
+    def observer_model_spec(self) -> Any:
+        """Observer model: top-level model, else observation.model, reflection.model, 'default'."""
+        specs = (self.model, self.observation.model, self.reflection.model)
+        return next((spec for spec in specs if spec is not None), "default")
+
+    @property
+    def reflector_model_spec(self) -> Any:
+        """Reflector model: top-level model, else reflection.model, observation.model, 'default'."""
+        specs = (self.model, self.reflection.model, self.observation.model)
+        return next((spec for spec in specs if spec is not None), "default")
+
+    @property
+    def uses_default_observer_model(self) -> bool:
+        """Whether the Observer runs the default model ('default' or DEFAULT_MODEL)."""
+        return self.observer_model_spec in ("default", DEFAULT_MODEL)
+
+    @property
+    def uses_default_reflector_model(self) -> bool:
+        """Whether the Reflector runs the default model ('default' or DEFAULT_MODEL)."""
+        return self.reflector_model_spec in ("default", DEFAULT_MODEL)
+
+    @property
+    def observation_activate_after_idle_ms(self) -> int | Literal["auto"] | None:
+        """Observation idle activation: its own setting (False = off), else the top level's."""
+        own = self.observation.activate_after_idle
+        value = self.activate_after_idle if own is None else own
+        return None if value is None or value is False else value
+
+    @property
+    def reflection_activate_after_idle_ms(self) -> int | Literal["auto"] | None:
+        """Reflection idle activation: reflection's own setting only."""
+        value = self.reflection.activate_after_idle
+        return None if value is None or value is False else value
+
+    @property
+    def observation_activate_on_provider_change(self) -> bool:
+        """Observation's own setting, else the top level's."""
+        own = self.observation.activate_on_provider_change
+        return self.activate_on_provider_change if own is None else own
+
+    @property
+    def reflection_activate_on_provider_change(self) -> bool:
+        """Reflection's own setting only."""
+        return self.reflection.activate_on_provider_change
+
+    @property
+    def effective_obscure_thread_ids(self) -> bool:
+        """Whether thread ids are hashed: the explicit setting, else True in resource scope."""
+        explicit = self.obscure_thread_ids
+        return self.scope == "resource" if explicit is None else explicit
+
+    @property
+    def retrieval_enabled(self) -> bool:
+        """Whether retrieval (source pointers and the recall tool) is on."""
+        return self.retrieval is not None
+
+
+def _explicit(value: Any) -> Any:
+    """The explicitly set options of a config as a dict (all of them for ``ModelSettings``)."""
+    if isinstance(value, _Options):
+        names = type(value).model_fields if isinstance(value, ModelSettings) else None
+        return {name: getattr(value, name) for name in names or value.model_fields_set}
+    return value
+
+
+def _merge(model: type[BaseModel], base: Any, override: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge ``override`` into ``base``, recursing where both give a nested config."""
+    merged = _canonical(model, _explicit(base))
+    for name, value in _canonical(model, override).items():
+        nested, current = _nested_model(model, name), merged.get(name)
+        if nested and isinstance(current, Mapping | BaseModel) and isinstance(value, Mapping):
+            try:
+                value = _merge(nested, current, value)
+            except _Invalid as invalid:
+                invalid.option = f"{name}.{invalid.option}"
+                raise
+        merged[name] = value
+    return merged
