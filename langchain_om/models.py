@@ -296,6 +296,7 @@ _API_KEY_VARS: dict[str, str] = {
     "cohere": "COHERE_API_KEY",
     "nvidia": "NVIDIA_API_KEY",
     "huggingface": "HUGGINGFACEHUB_API_TOKEN",
+    "google_vertexai": "GOOGLE_APPLICATION_CREDENTIALS",
 }
 
 _CACHE_SIZE = 64
@@ -328,8 +329,10 @@ def _install_hint(provider: str, error: BaseException) -> str:
 def _api_key_var(provider: str, error: BaseException) -> str:
     if provider in _API_KEY_VARS:
         return _API_KEY_VARS[provider]
-    found = re.search(r"\b[A-Z][A-Z0-9_]*_API_(?:KEY|TOKEN)\b", str(error))
-    return found.group(0) if found else f"{provider.upper()}_API_KEY"
+    found = re.search(r"\b[A-Z][A-Z0-9_]*_(?:API_KEY|API_TOKEN|CREDENTIALS)\b", str(error))
+    if found:
+        return found.group(0)
+    return f"{provider.upper()}_API_KEY" if provider else "provider API key"
 
 
 def resolve_model_string(spec: str, **init_kwargs: Any) -> BaseChatModel:
@@ -398,8 +401,8 @@ def _build_model(
         ) from exc
     except Exception as exc:
         text = str(exc)
-        if provider and re.search(r"api[_ ]?key|credentials", text, re.IGNORECASE):
-            var = _api_key_var(provider, exc)
+        if re.search(r"api[_ ]?key|credentials", text, re.IGNORECASE):
+            var = _api_key_var(provider or "", exc)
             raise MissingProviderError(
                 f'Model "{spec}" needs an API key: set the {var} environment variable '
                 "(or pass a chat model instance built with api_key=... as the model)."
@@ -783,17 +786,14 @@ _TRANSIENT_NAME = re.compile(
 
 
 def _status_of(exc: BaseException) -> int | str | None:
-    for attr in ("status_code", "http_status", "status", "code"):
-        value = getattr(exc, attr, None)
+    """The HTTP status an error carries, else a gRPC-style status name, else ``None``."""
+    response = getattr(exc, "response", None)
+    candidates = [getattr(exc, a, None) for a in ("status_code", "http_status", "status", "code")]
+    for value in (*candidates, getattr(response, "status_code", None)):
         if isinstance(value, int) and not isinstance(value, bool) and 100 <= value < 600:
             return value
-        if attr == "status" and isinstance(value, str) and value.isupper():
-            return value
-    response = getattr(exc, "response", None)
-    value = getattr(response, "status_code", None)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    return None
+    status = getattr(exc, "status", None)
+    return status if isinstance(status, str) and status.isupper() else None
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -356,6 +356,12 @@ def test_unknown_partner_package_hint_comes_from_the_import_error(
         ("anthropic/claude-x", "Did not find anthropic_api_key", "ANTHROPIC_API_KEY"),
         ("upstage/solar", "Did not find api_key; set UPSTAGE_API_KEY", "UPSTAGE_API_KEY"),
         ("foo/bar", "api_key missing", "FOO_API_KEY"),
+        ("gpt-4o", "Missing credentials; set the `OPENAI_API_KEY`", "OPENAI_API_KEY"),
+        (
+            "vertex/gemini-2.5-pro",
+            "default credentials not found",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+        ),
     ],
 )
 def test_missing_api_key_names_the_variable(
@@ -573,6 +579,8 @@ _OPENAI_REQUEST = httpx2.Request("POST", "https://api.example.invalid/v1")  # op
         (with_attr("code", 429), True),
         (with_attr("response", _Response(502)), True),
         (with_attr("status", "RESOURCE_EXHAUSTED"), True),
+        (with_attr("status", "INVALID_ARGUMENT"), False),
+        (caused(with_attr("status", "UNAVAILABLE"), with_attr("code", 400)), True),
         (server_error(401), False),
         (server_error(403), False),
         (server_error(400), False),
