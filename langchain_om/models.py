@@ -559,6 +559,7 @@ def _settings_kwargs(
     max_output_tokens: int | None,
     provider_options: Mapping[str, Any] | None,
     is_default_model: bool,
+    top_p: float | None = None,
 ) -> dict[str, Any]:
     provider = _provider(model)
     profile: Mapping[str, Any] = getattr(model, "profile", None) or {}
@@ -571,6 +572,8 @@ def _settings_kwargs(
         and _accepts(model, provider, "temperature")
     ):
         kwargs["temperature"] = temperature
+    if top_p is not None and "top_p" not in explicit and _accepts(model, provider, "top_p"):
+        kwargs["top_p"] = top_p
     limit = max_output_tokens
     if limit is None and is_default_model:
         limit = DEFAULT_MAX_OUTPUT_TOKENS
@@ -593,6 +596,7 @@ def apply_settings(
     max_output_tokens: int | None = None,
     provider_options: Mapping[str, Any] | None = None,
     is_default_model: bool = False,
+    top_p: float | None = None,
 ) -> Runnable[LanguageModelInput, BaseMessage]:
     """Bind sampling settings to a model in its provider's own keyword names.
 
@@ -614,6 +618,7 @@ def apply_settings(
         provider_options: Extra call keyword arguments (e.g. ``{"thinking_budget": 215}``).
         is_default_model: The role runs on the default model; when ``max_output_tokens`` is
             ``None`` it becomes :data:`DEFAULT_MAX_OUTPUT_TOKENS`.
+        top_p: Nucleus sampling probability, or ``None``.
 
     Returns:
         ``model`` itself when nothing is bound, else ``model.bind(...)``.
@@ -631,6 +636,7 @@ def apply_settings(
         max_output_tokens=max_output_tokens,
         provider_options=provider_options,
         is_default_model=is_default_model,
+        top_p=top_p,
     )
     return model.bind(**kwargs) if kwargs else model
 
@@ -666,6 +672,7 @@ def plan_attempts(
     temperature: float | None = None,
     max_output_tokens: int | None = None,
     provider_options: Mapping[str, Any] | None = None,
+    top_p: float | None = None,
 ) -> list[ModelAttempt]:
     """Expand a model spec into the ordered models to try for one call.
 
@@ -681,6 +688,7 @@ def plan_attempts(
         temperature: See :func:`apply_settings`.
         max_output_tokens: See :func:`apply_settings`.
         provider_options: See :func:`apply_settings`.
+        top_p: See :func:`apply_settings`.
 
     Returns:
         At least one attempt.
@@ -706,6 +714,7 @@ def plan_attempts(
             max_output_tokens=max_output_tokens,
             provider_options=provider_options,
             is_default_model=is_default,
+            top_p=top_p,
         )
         bound: Runnable[LanguageModelInput, BaseMessage] | None = None
         if user_binding is not None:

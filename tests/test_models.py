@@ -461,6 +461,14 @@ def test_output_limit_uses_the_providers_kwarg(provider: str, kwarg: str) -> Non
     assert model.last_call.kwargs == {"temperature": 0.0, kwarg: 1_234}
 
 
+def test_top_p_is_bound_when_given() -> None:
+    model = scripted("a", provider="anthropic")
+    [attempt] = plan_attempts(model, top_p=0.9)
+    attempt.runnable.invoke("x")
+    assert model.last_call.kwargs == {"top_p": 0.9}
+    assert bound_kwargs(apply_settings(BareModel(), top_p=0.9)) == {}
+
+
 def test_default_output_limit_applies_only_to_the_default_model() -> None:
     model = scripted()
     assert bound_kwargs(apply_settings(model, is_default_model=True)) == {
