@@ -1,7 +1,77 @@
-"""langchain-om: Observational Memory for LangChain and LangGraph agents."""
+"""langchain-om: Observational Memory for LangChain and LangGraph agents.
+
+An Observer model turns old conversation into a dated, prioritised observation log, a
+Reflector model condenses the log when it grows, and the agent keeps a small, stable context
+however long it runs.
+
+Public API:
+    ObservationalMemory: the engine (``observe``/``reflect``/``status`` and ``a*`` twins,
+        ``from_sqlite`` for the embedded default storage).
+    ObservationalMemoryMiddleware: the ``create_agent`` middleware.
+    add_observational_memory: adds the OM nodes to a user's ``StateGraph``.
+    ObservationalChatMessageHistory: the ``BaseChatMessageHistory`` adapter.
+    ObservationalMemoryConfig (+ ObservationConfig, ReflectionConfig, RetrievalConfig):
+        the validated options.
+    ModelByInputTokens, ModelWithRetries: model selectors.
+    TokenCounter: the offline token counter.
+    langchain_om.testing: scripted chat models for offline tests.
+"""
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+from langchain_om._core.tokens import TokenCounter
+from langchain_om.config import (
+    Hooks,
+    ModelSettings,
+    ObservationalMemoryConfig,
+    ObservationConfig,
+    ReflectionConfig,
+    RetrievalConfig,
+)
+from langchain_om.engine import ObservationalMemory, ThreadSnapshot
+from langchain_om.errors import (
+    CycleFailedError,
+    MissingProviderError,
+    ModelResolutionError,
+    ModelTierExceededError,
+    ObservationalMemoryError,
+    ObserverOutputError,
+    OMConfigError,
+    OMUsageError,
+    ReflectorOutputError,
+    StorageError,
+)
+from langchain_om.graph import add_observational_memory
+from langchain_om.history import ObservationalChatMessageHistory
+from langchain_om.middleware import ObservationalMemoryMiddleware
+from langchain_om.models import ModelByInputTokens, ModelWithRetries
+
+__all__ = [
+    "CycleFailedError",
+    "Hooks",
+    "MissingProviderError",
+    "ModelByInputTokens",
+    "ModelResolutionError",
+    "ModelSettings",
+    "ModelTierExceededError",
+    "ModelWithRetries",
+    "OMConfigError",
+    "OMUsageError",
+    "ObservationConfig",
+    "ObservationalChatMessageHistory",
+    "ObservationalMemory",
+    "ObservationalMemoryConfig",
+    "ObservationalMemoryError",
+    "ObservationalMemoryMiddleware",
+    "ObserverOutputError",
+    "ReflectionConfig",
+    "ReflectorOutputError",
+    "RetrievalConfig",
+    "StorageError",
+    "ThreadSnapshot",
+    "TokenCounter",
+    "__version__",
+    "add_observational_memory",
+]

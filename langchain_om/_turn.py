@@ -190,11 +190,14 @@ def turn_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
                 outcome.removed = batch
                 outcome.window = outcome.window[cut:]
                 outcome.observed = True
-    if inp.allow_reflect and (inp.force_reflect or should_reflect(
-        outcome.record["observation_tokens"],
-        env.config.reflection.observation_tokens,
-        outcome.record["reflection_suppressed_at_tokens"],
-    )):
+    if inp.allow_reflect and (
+        inp.force_reflect
+        or should_reflect(
+            outcome.record["observation_tokens"],
+            env.config.reflection.observation_tokens,
+            outcome.record["reflection_suppressed_at_tokens"],
+        )
+    ):
         try:
             outcome.record = yield from reflect_plan(env, inp, outcome.record)
             outcome.reflected = True
@@ -202,10 +205,9 @@ def turn_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
             if inp.trigger == "manual":
                 raise
             outcome.errors.append(exc)
-            outcome.record = {
-                **outcome.record,
-                "reflection_suppressed_at_tokens": outcome.record["observation_tokens"],
-            }  # type: ignore[assignment]
+            suppressed = dict(outcome.record)
+            suppressed["reflection_suppressed_at_tokens"] = outcome.record["observation_tokens"]
+            outcome.record = suppressed  # type: ignore[assignment]
     window_tokens = env.counter.count_messages(outcome.window)
     outcome.status = status_event(env, outcome.record, window_tokens, inp.step_number)
     _emit(env, inp, outcome.status)
@@ -218,9 +220,7 @@ def _emit(env: TurnEnv, inp: TurnInput, event: OMEvent) -> None:
         inp.emit(event)
 
 
-def _hook(
-    env: TurnEnv, name: str, payload: dict[str, Any]
-) -> Plan[None]:
+def _hook(env: TurnEnv, name: str, payload: dict[str, Any]) -> Plan[None]:
     hook = getattr(env.config.hooks, name, None) if env.config.hooks is not None else None
     if hook is not None:
         yield HookCall(name=name, hook=hook, payload=payload)
@@ -326,9 +326,21 @@ def observe_plan(
             if not parsed.degenerate:
                 break
             if attempt == 0:
-                _emit(env, inp, _failed(env, record, cycle_id, "observation", started, tokens_in,
-                                        "degenerate repetition in Observer output; retrying",
-                                        trigger, retrying=True))
+                _emit(
+                    env,
+                    inp,
+                    _failed(
+                        env,
+                        record,
+                        cycle_id,
+                        "observation",
+                        started,
+                        tokens_in,
+                        "degenerate repetition in Observer output; retrying",
+                        trigger,
+                        retrying=True,
+                    ),
+                )
         assert parsed is not None
         if parsed.degenerate:
             raise ObserverOutputError(
@@ -366,13 +378,31 @@ def observe_plan(
         ops.append(thread_registry_op(new))
         yield StoreBatch(ops)
     except Exception as exc:
-        _emit(env, inp, _failed(env, record, cycle_id, "observation", started, tokens_in,
-                                f"{type(exc).__name__}: {exc}", trigger))
+        _emit(
+            env,
+            inp,
+            _failed(
+                env,
+                record,
+                cycle_id,
+                "observation",
+                started,
+                tokens_in,
+                f"{type(exc).__name__}: {exc}",
+                trigger,
+            ),
+        )
         yield from _hook(
             env,
             "on_observation_end",
-            _hook_payload(inp, trigger, cycle_id=cycle_id, error=exc, usage=usage,
-                          provider_metadata=provider_meta),
+            _hook_payload(
+                inp,
+                trigger,
+                cycle_id=cycle_id,
+                error=exc,
+                usage=usage,
+                provider_metadata=provider_meta,
+            ),
         )
         raise CycleFailedError(
             f"Observation failed for thread {record['thread_id']!r}: {exc}. Nothing was removed "
@@ -414,8 +444,15 @@ def observe_plan(
     yield from _hook(
         env,
         "on_observation_end",
-        _hook_payload(inp, trigger, cycle_id=cycle_id, error=None, usage=usage,
-                      provider_metadata=provider_meta, observations=text),
+        _hook_payload(
+            inp,
+            trigger,
+            cycle_id=cycle_id,
+            error=None,
+            usage=usage,
+            provider_metadata=provider_meta,
+            observations=text,
+        ),
     )
     return new
 
@@ -480,9 +517,21 @@ def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecor
             out = parsed.observations.strip()
             verdict = ladder.record(level, parsed, env.counter.count_text(out) if out else 0)
             if verdict != "fits" and ladder.next_level() is not None:
-                _emit(env, inp, _failed(env, record, cycle_id, "reflection", started,
-                                        input_tokens, f"reflection attempt {verdict}; retrying",
-                                        trigger, retrying=True))
+                _emit(
+                    env,
+                    inp,
+                    _failed(
+                        env,
+                        record,
+                        cycle_id,
+                        "reflection",
+                        started,
+                        input_tokens,
+                        f"reflection attempt {verdict}; retrying",
+                        trigger,
+                        retrying=True,
+                    ),
+                )
         best = ladder.result()
         new = apply_reflection(
             record,
@@ -497,13 +546,31 @@ def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecor
             best.tokens, threshold, new["observation_tokens"]
         )
     except Exception as exc:
-        _emit(env, inp, _failed(env, record, cycle_id, "reflection", started, input_tokens,
-                                f"{type(exc).__name__}: {exc}", trigger))
+        _emit(
+            env,
+            inp,
+            _failed(
+                env,
+                record,
+                cycle_id,
+                "reflection",
+                started,
+                input_tokens,
+                f"{type(exc).__name__}: {exc}",
+                trigger,
+            ),
+        )
         yield from _hook(
             env,
             "on_reflection_end",
-            _hook_payload(inp, trigger, cycle_id=cycle_id, error=exc, usage=usage,
-                          provider_metadata=provider_meta),
+            _hook_payload(
+                inp,
+                trigger,
+                cycle_id=cycle_id,
+                error=exc,
+                usage=usage,
+                provider_metadata=provider_meta,
+            ),
         )
         raise CycleFailedError(
             f"Reflection failed for thread {record['thread_id']!r}: {exc}. The observation log "
@@ -531,9 +598,16 @@ def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecor
     yield from _hook(
         env,
         "on_reflection_end",
-        _hook_payload(inp, trigger, cycle_id=cycle_id, error=None, usage=usage,
-                      provider_metadata=provider_meta, observations=best.text,
-                      generation=new["generation"]),
+        _hook_payload(
+            inp,
+            trigger,
+            cycle_id=cycle_id,
+            error=None,
+            usage=usage,
+            provider_metadata=provider_meta,
+            observations=best.text,
+            generation=new["generation"],
+        ),
     )
     return new
 

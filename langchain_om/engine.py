@@ -172,12 +172,15 @@ class ObservationalMemory:
         role = effect.role
         cfg = self.config
         spec = cfg.observer_model_spec if role == "observer" else cfg.reflector_model_spec
-        settings = cfg.observation.model_settings if role == "observer" else (
-            cfg.reflection.model_settings
+        settings = (
+            cfg.observation.model_settings
+            if role == "observer"
+            else (cfg.reflection.model_settings)
         )
         options = (
-            cfg.observation.provider_options if role == "observer" else
-            cfg.reflection.provider_options
+            cfg.observation.provider_options
+            if role == "observer"
+            else cfg.reflection.provider_options
         )
         return plan_attempts(
             spec,
@@ -318,7 +321,9 @@ class ObservationalMemory:
             now=iso(self._clock()),
         )
 
-    def should_observe(self, record: OMRecord | dict[str, Any] | None, window: Sequence[BaseMessage]) -> bool:
+    def should_observe(
+        self, record: OMRecord | dict[str, Any] | None, window: Sequence[BaseMessage]
+    ) -> bool:
         """True when ``window`` is at or over the observation threshold."""
         return self.counter.count_messages(window) >= self.threshold(record)
 

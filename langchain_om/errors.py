@@ -3,14 +3,14 @@
 The tree, split by whose fault it is::
 
     ObservationalMemoryError            base of everything we raise
-    ├── OMConfigError (ValueError)      bad options; the message names the option and the fix
-    ├── OMUsageError (ValueError)       a usage mistake: no thread id, sync call on an async-only store, …
+    ├── OMConfigError (ValueError)      bad options; the message names the option and fix
+    ├── OMUsageError (ValueError)       a usage mistake: no thread id, an unknown node, …
     ├── ModelResolutionError            a model spec cannot be turned into a chat model
-    │   └── MissingProviderError (ImportError)  a provider package or API key is missing
-    ├── ModelTierExceededError          input is larger than the largest ``ModelByInputTokens`` tier
+    │   └── MissingProviderError        a provider package or API key is missing
+    ├── ModelTierExceededError          input larger than the largest ``ModelByInputTokens`` tier
     ├── ObserverOutputError             the Observer's output cannot be used (raw text kept)
     ├── ReflectorOutputError            the Reflector's output cannot be used (raw text kept)
-    ├── CycleFailedError                an observation or reflection cycle failed; nothing was removed
+    ├── CycleFailedError                an observation or reflection failed; nothing was removed
     └── StorageError                    the store or checkpointer failed (raised ``from`` the cause)
 
 Every error has ``.message``. None subclasses ``BaseException`` directly.
@@ -99,7 +99,8 @@ class CycleFailedError(ObservationalMemoryError):
     """Raised when a synchronous observation or reflection cycle fails.
 
     Nothing was removed from context and no message was lost; ``__cause__`` holds the
-    underlying error. Set ``on_failure="continue"`` to continue the turn without observing.
+    underlying error. Set ``observation.failure_policy="continue"`` to continue the turn
+    without observing.
     """
 
     def __init__(self, message: str, *, operation: str, thread_id: str | None) -> None:

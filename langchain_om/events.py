@@ -90,9 +90,7 @@ class StatusEvent(_Event):
     buffered_observations: BufferedObservationsStatus = Field(
         default_factory=BufferedObservationsStatus
     )
-    buffered_reflection: BufferedReflectionStatus = Field(
-        default_factory=BufferedReflectionStatus
-    )
+    buffered_reflection: BufferedReflectionStatus = Field(default_factory=BufferedReflectionStatus)
     record_id: str
     thread_id: str
     step_number: int

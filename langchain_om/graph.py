@@ -137,7 +137,9 @@ class _Nodes:
             update["messages"] = messages
         return update
 
-    def _args(self, state: dict[str, Any], config: RunnableConfig) -> tuple[WindowSplit, dict[str, Any]]:
+    def _args(
+        self, state: dict[str, Any], config: RunnableConfig
+    ) -> tuple[WindowSplit, dict[str, Any]]:
         split = split_messages(state.get("messages", []))
         thread_id, resource_id = run_ids(config)
         return split, {
@@ -246,14 +248,13 @@ def add_observational_memory(
         (starts, GATE if e == before else e) for starts, e in builder.waiting_edges
     }
     nodes = _Nodes(memory, before)
-    schema = ObservationalMemoryGraphState
-    builder.add_node(GATE, RunnableLambda(nodes.gate), input_schema=schema)
-    builder.add_node(
-        OBSERVE, RunnableLambda(nodes.observe, afunc=nodes.aobserve), input_schema=schema
-    )
-    builder.add_node(
-        REFLECT, RunnableLambda(nodes.reflect, afunc=nodes.areflect), input_schema=schema
-    )
+    schema: Any = ObservationalMemoryGraphState
+    gate: Any = RunnableLambda(nodes.gate)
+    observe: Any = RunnableLambda(nodes.observe, afunc=nodes.aobserve)
+    reflect: Any = RunnableLambda(nodes.reflect, afunc=nodes.areflect)
+    builder.add_node(GATE, gate, input_schema=schema)
+    builder.add_node(OBSERVE, observe, input_schema=schema)
+    builder.add_node(REFLECT, reflect, input_schema=schema)
     builder.add_conditional_edges(GATE, nodes.route_gate, [OBSERVE, REFLECT, before])
     builder.add_conditional_edges(OBSERVE, nodes.route_observed, [REFLECT, before])
     builder.add_edge(REFLECT, before)

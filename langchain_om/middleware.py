@@ -104,14 +104,15 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         return state_update(outcome, present)
 
     def _with_memory(self, request: ModelRequest) -> ModelRequest:
-        context = self.memory.render(request.state.get(OM_STATE_KEY))
+        context = self.memory.render(request.state.get(OM_STATE_KEY))  # type: ignore[arg-type]
         if not context.blocks:
             return request
         blocks: list[Any] = []
         if request.system_message is not None:
             content = request.system_message.content
-            blocks.extend([{"type": "text", "text": content}] if isinstance(content, str)
-                          else content)
+            blocks.extend(
+                [{"type": "text", "text": content}] if isinstance(content, str) else content
+            )
         blocks.extend({"type": "text", "text": b} for b in context.blocks)
         return request.override(system_message=SystemMessage(content=blocks))
 

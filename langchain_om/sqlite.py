@@ -33,6 +33,7 @@ class SqliteMemorySaver(SqliteSaver):
     """``SqliteSaver`` whose async methods run the sync ones on a worker thread."""
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Async ``get_tuple`` (runs on a worker thread)."""
         return await asyncio.to_thread(self.get_tuple, config)
 
     async def alist(
@@ -43,6 +44,7 @@ class SqliteMemorySaver(SqliteSaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
+        """Async ``list`` (runs on a worker thread)."""
         items = await asyncio.to_thread(
             lambda: list(self.list(config, filter=filter, before=before, limit=limit))
         )
@@ -56,6 +58,7 @@ class SqliteMemorySaver(SqliteSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        """Async ``put`` (runs on a worker thread)."""
         return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
 
     async def aput_writes(
@@ -65,9 +68,11 @@ class SqliteMemorySaver(SqliteSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        """Async ``put_writes`` (runs on a worker thread)."""
         await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
+        """Async ``delete_thread`` (runs on a worker thread)."""
         await asyncio.to_thread(self.delete_thread, thread_id)
 
 
@@ -75,11 +80,17 @@ class SqliteMemoryStore(SqliteStore):
     """``SqliteStore`` whose ``abatch`` runs ``batch`` on a worker thread."""
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Async ``batch`` (runs on a worker thread)."""
         return await asyncio.to_thread(self.batch, list(ops))
 
 
-def _connect(path: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, check_same_thread=False)
+def _connect(path: str, *, autocommit: bool = False) -> sqlite3.Connection:
+    # The store manages its own BEGIN/COMMIT and expects autocommit mode, as its
+    # ``from_conn_string`` sets it; the saver expects the default mode.
+    if autocommit:
+        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    else:
+        conn = sqlite3.connect(path, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA busy_timeout=10000")
     return conn
@@ -90,7 +101,7 @@ def open_sqlite(
 ) -> tuple[SqliteMemorySaver, SqliteMemoryStore, Callable[[], None]]:
     """Open (or create) ``path`` and return ``(checkpointer, store, close)``."""
     saver_conn = _connect(path)
-    store_conn = _connect(path)
+    store_conn = _connect(path, autocommit=True)
     saver = SqliteMemorySaver(saver_conn)
     saver.setup()
     store = SqliteMemoryStore(store_conn)

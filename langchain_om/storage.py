@@ -35,26 +35,32 @@ SEQ_WIDTH = 12
 
 
 def archive_ns(thread_id: str) -> tuple[str, ...]:
+    """Namespace of a thread's archived messages."""
     return (ROOT, "archive", thread_id)
 
 
 def threads_ns(resource_id: str | None) -> tuple[str, ...]:
+    """Namespace of a resource's thread registry."""
     return (ROOT, "threads", resource_id or NO_RESOURCE)
 
 
 def state_ns(thread_id: str) -> tuple[str, ...]:
+    """Namespace of a thread's standalone state (record and window)."""
     return (ROOT, "state", thread_id)
 
 
 def seq_key(seq: int) -> str:
+    """Archive key of sequence number ``seq`` (zero-padded, so keys sort)."""
     return str(seq).zfill(SEQ_WIDTH)
 
 
 def dump_messages(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+    """Messages as JSON-native dicts."""
     return [message_to_dict(m) for m in messages]
 
 
 def load_messages(data: Sequence[dict[str, Any]]) -> list[BaseMessage]:
+    """Messages from :func:`dump_messages` output."""
     return list(messages_from_dict(list(data)))
 
 
@@ -71,6 +77,7 @@ def message_text(message: BaseMessage) -> str:
 
 
 def part_types(message: BaseMessage) -> list[str]:
+    """Kinds of content parts in ``message`` (``text``, ``image``, ``tool_call``, …)."""
     if isinstance(message.content, str):
         kinds = ["text"] if message.content else []
     else:
@@ -88,6 +95,7 @@ def part_types(message: BaseMessage) -> list[str]:
 
 
 def tool_names(message: BaseMessage) -> list[str]:
+    """Names of the tools a message calls or answers."""
     if isinstance(message, AIMessage):
         return [c["name"] for c in message.tool_calls]
     if isinstance(message, ToolMessage) and message.name:
@@ -127,6 +135,7 @@ def archive_ops(
 def thread_registry_op(
     record: OMRecord, *, created_at: str | None = None, window_size: int = 0
 ) -> PutOp:
+    """Put op recording the thread in its resource's registry."""
     value = {
         "thread_id": record["thread_id"],
         "resource_id": record["resource_id"],
@@ -141,19 +150,23 @@ def thread_registry_op(
 
 
 def state_get_op(thread_id: str) -> GetOp:
+    """Get op for a thread's standalone state."""
     return GetOp(state_ns(thread_id), "current")
 
 
 def state_put_op(thread_id: str, record: OMRecord, window: Sequence[BaseMessage]) -> PutOp:
+    """Put op saving a thread's record and window."""
     value = {"record": dict(record), "window": dump_messages(window)}
     return PutOp(state_ns(thread_id), "current", value, index=False)
 
 
 def state_delete_op(thread_id: str) -> PutOp:
+    """Delete op for a thread's standalone state."""
     return PutOp(state_ns(thread_id), "current", None)
 
 
 def unpack_state(item: Item | None) -> tuple[dict[str, Any] | None, list[BaseMessage]]:
+    """``(record, window)`` from a state item (``(None, [])`` when missing)."""
     if item is None:
         return None, []
     value = item.value
@@ -161,4 +174,5 @@ def unpack_state(item: Item | None) -> tuple[dict[str, Any] | None, list[BaseMes
 
 
 def archived_message(item: Item) -> BaseMessage:
+    """The message stored in an archive item."""
     return load_messages([item.value["message"]])[0]

@@ -92,7 +92,7 @@ def make_group(
 
 def merge_hints(old: Hints, new: Mapping[str, str | None], *, thread_title: bool) -> Hints:
     """New non-empty hints replace old ones; a title only when titles are enabled."""
-    merged: dict[str, str] = dict(old)
+    merged: dict[str, str] = {k: str(v) for k, v in old.items()}
     for key in ("current_task", "suggested_response", "thread_title"):
         value = new.get(key)
         if key == "thread_title" and not thread_title:

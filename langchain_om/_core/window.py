@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 def _call_ids(message: BaseMessage) -> set[str]:
     if isinstance(message, AIMessage):
-        return {c["id"] for c in message.tool_calls if c.get("id")}
+        return {str(c["id"]) for c in message.tool_calls if c.get("id")}
     return set()
 
 
@@ -37,8 +37,7 @@ def safe_cut_points(messages: Sequence[BaseMessage]) -> list[int]:
             # pending call: nothing from the call onward may be cut away from it
             end = n
         for j in range(start + 1, min(end, n) + 1):
-            if j <= n and j > start and j <= end:
-                blocked[j] = True
+            blocked[j] = True
     # A result whose call is not in the window: never start the window with it.
     points = []
     for i in range(n + 1):
