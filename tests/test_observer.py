@@ -578,6 +578,9 @@ def test_prior_metadata_and_optional_sections() -> None:
     assert "thread-title" not in human and "empty" not in human
     assert "- <prefs>: Seat prefs. Start from the prior prefs" in human
 
+    _, human = human_text(extractors=[("todo", "Open to-dos.\n\nOne per line.")])
+    assert "- <todo>: Open to-dos.\n  One per line." in human
+
     _, human = human_text(prior_hints=hints, thread_title=True)
     assert "- prior thread-title: Trip planning" in human
     assert "<thread-title>" in human and "Keep the prior thread-title" in human

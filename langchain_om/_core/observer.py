@@ -661,7 +661,8 @@ def _task_text(
             if slug in hints
             else ""
         )
-        rows.append(f"- <{slug}>: {_one_line(instructions)}{prior}")
+        text = "\n  ".join(row.strip() for row in instructions.strip().splitlines() if row.strip())
+        rows.append(f"- <{slug}>: {text}{prior}")
     lead = (
         "Record what is new in the messages above. Always write the <observations> block, "
         "even when the new messages add little."
