@@ -328,9 +328,8 @@ class _Writer:
     """Accumulates the Observer's view of a batch of messages."""
 
     def __init__(
-        self, timezone: str, max_tokens: int, count: Callable[[str], int], policy: AttachmentPolicy
+        self, max_tokens: int, count: Callable[[str], int], policy: AttachmentPolicy
     ) -> None:
-        self.timezone = timezone
         self.max_tokens = max_tokens
         self.count = count
         self.policy = policy
@@ -477,7 +476,7 @@ def format_messages_for_observer(
     Returns:
         The text, the attachments to forward and the ids of the rendered messages.
     """
-    writer = _Writer(timezone, tool_result_max_tokens, count, observe_attachments)
+    writer = _Writer(tool_result_max_tokens, count, observe_attachments)
     results: dict[str, list[int]] = {}
     for index, message in enumerate(messages):
         if isinstance(message, ToolMessage):
