@@ -25,6 +25,7 @@ from langchain_om._core.record import (
     make_group,
     new_id,
     new_record,
+    stable_id,
 )
 from langchain_om._core.reflector import (
     ReflectionLadder,
@@ -353,6 +354,9 @@ def observe_plan(
             tokens=env.counter.count_text(text) if text else 0,
             message_ids=[m.id or "" for m in batch],
             observed_at=iso(now),
+            group_id=stable_id(
+                record["record_id"], "obs", record["observed_message_count"], batch[0].id
+            ),
         )
         new = append_observations(
             record,
@@ -539,7 +543,7 @@ def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecor
             tokens=best.tokens,
             covered_group_ids=covered,
             now=iso(env.now()),
-            new_group_id=new_id(),
+            new_group_id=stable_id(record["record_id"], "ref", record["generation"] + 1, *covered),
             suggested_response=best.output.suggested_response if best.output else None,
         )
         new["reflection_suppressed_at_tokens"] = churn_guard_after(

@@ -388,7 +388,12 @@ class ObservationalMemory:
                 force_reflect=force_reflect,
                 trigger=trigger,
             )
-            outcome = yield from turn_plan(self._env, inp)
+            try:
+                outcome = yield from turn_plan(self._env, inp)
+            except Exception:
+                if messages:  # keep what the caller gave us, then report the failure
+                    yield StoreBatch([state_put_op(thread_id, record, window)])
+                raise
             record, window = outcome.record, outcome.window
             status = outcome.status
         else:

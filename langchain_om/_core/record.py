@@ -18,6 +18,12 @@ def new_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
+def stable_id(*parts: object) -> str:
+    """A 16-hex id derived from ``parts`` (the same inputs always give the same id)."""
+    text = "\x1f".join(str(p) for p in parts)
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
 def record_id_for(thread_id: str, resource_id: str | None, scope: str) -> str:
     key = f"resource:{resource_id}" if scope == "resource" else f"thread:{thread_id}"
     return "om_" + hashlib.blake2b(key.encode(), digest_size=8).hexdigest()

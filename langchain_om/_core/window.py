@@ -61,13 +61,16 @@ def pending_tool_call(messages: Sequence[BaseMessage]) -> bool:
 def observation_cut(messages: Sequence[BaseMessage], *, keep_current_turn: bool = True) -> int:
     """How many leading messages a synchronous observation takes.
 
-    Prefers to keep the current turn (from the last human message on) in the window; when that
-    would observe nothing, takes the latest safe cut before the end so a single huge turn is
-    still observed. Returns 0 when nothing can be cut safely.
+    With ``keep_current_turn`` (a turn in progress): keep the current turn (from the last human
+    message on) in the window; when that would observe nothing, take the latest safe cut before
+    the end so a single huge turn is still observed. Without it (a manual observation): take
+    everything that can be taken safely. Returns 0 when nothing can be cut safely.
     """
     points = safe_cut_points(messages)
     if not messages or not points:
         return 0
+    if not keep_current_turn:
+        return points[-1]
     if keep_current_turn:
         last_human = max(
             (i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=None

@@ -8,6 +8,7 @@ Map of the public API:
 - Both record every call as a :class:`RecordedCall` (``model.calls``, ``model.last_call``,
   ``model.call_count``, ``model.reset()``), support ``bind_tools``, ``with_structured_output``,
   async, streaming, ``delay=`` latency, and report ``usage_metadata``.
+- :func:`memory_model` acts as a deterministic Observer and Reflector.
 - :func:`rate_limit_error`, :func:`server_error`, :func:`timeout_error` build provider-like
   failures with a ``status_code`` attribute, to put in a script.
 - ``langchain_om.testing.pytest_plugin`` fails tests that build real provider clients; enable it
@@ -38,6 +39,7 @@ from langchain_om.testing._errors import (
     server_error,
     timeout_error,
 )
+from langchain_om.testing._memory import memory_model
 from langchain_om.testing._models import FunctionChatModel, ScriptedChatModel, ScriptItem
 from langchain_om.testing._replies import RecordedCall, Reply, StructuredOutputSpec
 
@@ -56,5 +58,6 @@ __all__ = [
     "StructuredOutputSpec",
     "rate_limit_error",
     "server_error",
+    "memory_model",
     "timeout_error",
 ]

@@ -1,0 +1,108 @@
+"""A deterministic stand-in for the Observer and Reflector models.
+
+:func:`memory_model` returns a :class:`FunctionChatModel` that answers like a well-behaved
+Observer (one observation per message it is shown, under the same ``Date:`` headers) and
+Reflector (keeps the dates and about ``keep`` of the lines, shortened). It needs no network and
+gives the same output for the same input, so apps that use OM can be tested offline.
+"""
+
+from __future__ import annotations
+
+import re
+
+from langchain_core.messages import BaseMessage
+
+from langchain_om.testing._models import FunctionChatModel
+from langchain_om.testing._replies import RecordedCall
+
+_ROLES = r"User|Assistant|Tool Call|Tool Result|Tool Error|System"
+_LINE = re.compile(rf"^({_ROLES})\b[^:]*?(?:\((\d\d:\d\d)\))?:\s?(.*)$")
+
+
+def _section(text: str, start: str, stops: tuple[str, ...]) -> str:
+    index = text.find(start)
+    if index < 0:
+        return ""
+    body = text[index + len(start) :]
+    ends = [body.find(s) for s in stops if body.find(s) >= 0]
+    return body[: min(ends)] if ends else body
+
+
+def _observe(history: str, words: int) -> str:
+    out: list[str] = []
+    time = "00:00"
+    for raw in history.splitlines():
+        line = raw.strip()
+        if line.startswith("Date:"):
+            out.append(line)
+            continue
+        match = _LINE.match(line)
+        if not match:
+            continue
+        role, stamp, text = match.groups()
+        time = stamp or time
+        short = " ".join(text.split()[:words])
+        priority = "🔴" if role == "User" else "🟡"
+        out.append(f"* {priority} ({time}) {role} said: {short}")
+    return "\n".join(out)
+
+
+def _reflect(observations: str, keep: float, words: int) -> str:
+    lines = [line for line in observations.splitlines() if line.strip()]
+    kept: list[str] = []
+    bullets = [line for line in lines if not line.startswith("Date:")]
+    step = max(1, round(1 / keep)) if keep > 0 else len(bullets) + 1
+    index = 0
+    for line in lines:
+        if line.startswith("Date:"):
+            if not kept or kept[-1] != line:
+                kept.append(line)
+            continue
+        if index % step == 0:
+            kept.append(" ".join(line.split()[: 4 + words]))
+        index += 1
+    while kept and kept[-1].startswith("Date:"):
+        kept.pop()
+    if not any(not k.startswith("Date:") for k in kept) and bullets:
+        kept.append(bullets[-1])
+    return "\n".join(kept)
+
+
+def memory_model(*, words: int = 8, keep: float = 0.3, name: str = "memory") -> FunctionChatModel:
+    """A scripted model that acts as both Observer and Reflector.
+
+    Args:
+        words: words of each message (or observation) kept in an observation line.
+        keep: fraction of observation lines a reflection keeps (one in ``round(1/keep)``
+            lines, plus the date headers).
+        name: the model name it reports.
+
+    Example:
+        >>> from langchain_om import ObservationalMemory
+        >>> from langchain_om.testing import memory_model
+        >>> memory = ObservationalMemory(model=memory_model(), observation={"message_tokens": 50,
+        ...     "buffer_tokens": False})
+        >>> from langchain_core.messages import HumanMessage
+        >>> snap = memory.observe(thread_id="t", messages=[HumanMessage("I live in Lisbon.")])
+        >>> "User said: I live in Lisbon." in snap.observations
+        True
+    """
+    if not 0 < keep <= 1:
+        raise ValueError("keep must be in (0, 1]")
+
+    def reply(messages: list[BaseMessage], info: RecordedCall) -> str:
+        prompt = messages[-1].text if messages else ""
+        if "## Observations to Condense" in prompt:
+            body = _section(prompt, "## Observations to Condense", ("\n## ",))
+            text = _reflect(body, keep, words)
+            return f"<observations>\n{text}\n</observations>"
+        history = _section(prompt, "## New Messages to Observe", ("\n### ", "\n---", "\n## "))
+        text = _observe(history, words)
+        task = "Continue the conversation"
+        return (
+            f"<observations>\n{text}\n</observations>\n"
+            f"<current-task>{task}</current-task>\n"
+            "<suggested-response>Answer the latest message.</suggested-response>"
+        )
+
+    return FunctionChatModel(function=reply, model_name=name)
