@@ -133,7 +133,6 @@ def test_two_hundred_turns_on_sqlite(tmp_path: Path, door: str, mode: str) -> No
         from langchain_core.messages import HumanMessage
         from langchain_om import ObservationalMemory
         from langchain_om.testing import FunctionChatModel, memory_model
-        sys_path = None
         import tests.test_frontdoors as t
         memory = ObservationalMemory.from_sqlite({str(db)!r}, model=memory_model(), **t.OPTIONS)
         actor = FunctionChatModel(function=t.actor_reply)
@@ -141,7 +140,8 @@ def test_two_hundred_turns_on_sqlite(tmp_path: Path, door: str, mode: str) -> No
         cfg = {{"configurable": {{"thread_id": "t1"}}}}
         before = app.get_state(cfg).values["om_record"]
         app.invoke({{"messages": [HumanMessage("Turn 200: and now?")]}}, cfg)
-        print(json.dumps({{"record": before, "saw_memory": "<observations>" in actor.last_call.text}}))
+        saw = "<observations>" in actor.last_call.text
+        print(json.dumps({{"record": before, "saw_memory": saw}}))
         """
     )
     root = Path(__file__).resolve().parent.parent
