@@ -1,0 +1,921 @@
+"""The ``recall`` tool: page back to the raw messages behind the observations.
+
+:func:`create_recall_tool` builds a LangChain ``StructuredTool`` that an agent (or any chain)
+calls to read archived messages, list the user's threads, or search them by meaning. Reads are
+O(page): the archive keys are contiguous sequence numbers per thread, so a page is one
+``store.batch`` of ``GetOp`` for a known key range, whatever the archive size.
+
+The thread and resource (user) the tool works for come from the run config
+(``configurable.thread_id``, ``configurable.resource_id`` or ``user_id``) or from the agent's
+injected state; the model never sees or chooses them. Whatever arguments the model passes, the
+tool never returns anything of another resource.
+
+Writers call :func:`index_ops` (message id → sequence number, so a cursor resolves in one
+lookup) and, with vector search on, :func:`search_index_ops` (documents for the store's vector
+index) next to :func:`langchain_om.storage.archive_ops`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import StructuredTool
+from langgraph.prebuilt import InjectedState
+from langgraph.store.base import GetOp, Item, PutOp, SearchItem, SearchOp
+from pydantic import BaseModel, Field
+
+from langchain_om._core.recall import (
+    Anchor,
+    Count,
+    Detail,
+    PartFilter,
+    clamp_limit,
+    cut_chars,
+    filtered_scan_start,
+    fit_budget,
+    json_text,
+    message_parts,
+    normalize_page,
+    page_bounds,
+    parse_when,
+    recall_guidance,
+    render_message,
+    short_ts,
+    sort_threads,
+    thread_in_window,
+)
+from langchain_om._core.types import ObservationGroup
+from langchain_om._effects import Executor, ModelCall, Plan, StoreBatch, run_async, run_sync
+from langchain_om.config import ObservationalMemoryConfig, RetrievalConfig
+from langchain_om.errors import OMUsageError
+from langchain_om.storage import (
+    NO_RESOURCE,
+    ROOT,
+    archive_ns,
+    archived_message,
+    message_text,
+    seq_key,
+    state_ns,
+    threads_ns,
+    unpack_state,
+)
+
+if TYPE_CHECKING:
+    from langchain_om.engine import ObservationalMemory
+
+__all__ = [
+    "RecallInput",
+    "create_recall_tool",
+    "index_ops",
+    "msgindex_ns",
+    "recall_instructions",
+    "search_index_ops",
+    "search_ns",
+]
+
+SCAN_CHUNK = 100
+"""Messages fetched per batch when a filter makes paging scan."""
+MAX_SCAN = 2000
+"""Most messages one filtered call looks at."""
+MAX_THREADS = 1000
+"""Most threads listed or searched for a cursor."""
+SEARCH_TEXT_CHARS = 2000
+"""Text of a message or group that goes into the vector index."""
+ENVELOPE_MARGIN = 32
+"""Tokens kept free for the result's own fields."""
+
+TOOL_DESCRIPTION = """\
+Read the original messages behind your memory (your observations only summarise them).
+- mode="messages" (default): a page of one thread. Pass `cursor` = one message id (e.g. from an \
+observation group's `_range: start:end`); page 1 starts there, page -1 is just before it. \
+Without a cursor, `anchor` "start" or "end" reads from the beginning or the end.
+- mode="threads": list conversations (optionally `before` / `after` ISO dates).
+- mode="search": find messages by meaning with `query` (only when semantic search is on).
+`detail` "low" gives previews, "high" full text; `part_index` reads one part in full; \
+`part_type` / `tool_name` show only matching parts. Results are JSON; when `truncated` is true, \
+continue from `next_cursor`."""
+
+
+# --------------------------------------------------------------------------------------------
+# Namespaces and write-side operations
+# --------------------------------------------------------------------------------------------
+
+
+def msgindex_ns(thread_id: str) -> tuple[str, ...]:
+    """Namespace of a thread's message-id → sequence-number index."""
+    return (ROOT, "msgindex", thread_id)
+
+
+def search_ns(resource_id: str | None) -> tuple[str, ...]:
+    """Namespace of a resource's vector-search documents."""
+    return (ROOT, "search", resource_id or NO_RESOURCE)
+
+
+def index_ops(messages: Sequence[BaseMessage], thread_id: str, first_seq: int) -> list[PutOp]:
+    """Put ops that let recall find an archived message by id in one lookup.
+
+    Write them in the same batch as :func:`langchain_om.storage.archive_ops` with the same
+    ``thread_id`` and ``first_seq``. Messages without an id are skipped.
+
+    Args:
+        messages: the messages being archived, in order.
+        thread_id: their thread.
+        first_seq: the sequence number of ``messages[0]`` in the archive.
+    """
+    return [
+        PutOp(msgindex_ns(thread_id), str(m.id), {"seq": first_seq + offset}, index=False)
+        for offset, m in enumerate(messages)
+        if m.id
+    ]
+
+
+def search_index_ops(
+    *,
+    thread_id: str,
+    resource_id: str | None,
+    messages: Sequence[BaseMessage] = (),
+    first_seq: int = 0,
+    groups: Sequence[ObservationGroup] = (),
+) -> list[PutOp]:
+    """Put ops for the vector index: archived messages and observation groups.
+
+    The documents live in ``search_ns(resource_id)`` with their ``text`` field indexed, so a
+    store built with ``index={"embed": ..., "dims": ..., "fields": ["text"]}`` embeds them
+    (a store without an index keeps them unembedded). Write them when messages are archived
+    (same ``first_seq`` as ``archive_ops``) and when observation groups are added.
+
+    Args:
+        thread_id: the thread the messages and groups belong to.
+        resource_id: its resource (user), or ``None``.
+        messages: archived messages, in order (empty ones are skipped).
+        first_seq: the archive sequence number of ``messages[0]``.
+        groups: new observation groups (observations or reflections).
+    """
+    ns = search_ns(resource_id)
+    ops: list[PutOp] = []
+    for offset, message in enumerate(messages):
+        text = message_text(message).strip()
+        if not text:
+            continue
+        seq = first_seq + offset
+        value = {
+            "kind": "message",
+            "text": text[:SEARCH_TEXT_CHARS],
+            "thread_id": thread_id,
+            "resource_id": resource_id,
+            "message_id": message.id,
+            "seq": seq,
+            "role": message.type,
+            "ts": _message_ts(message),
+        }
+        ops.append(PutOp(ns, f"m:{thread_id}:{seq_key(seq)}", value, index=["text"]))
+    for group in groups:
+        text = group["text"].strip()
+        if not text:
+            continue
+        doc: dict[str, Any] = {
+            "kind": "observation",
+            "text": text[:SEARCH_TEXT_CHARS],
+            "thread_id": thread_id,
+            "resource_id": resource_id,
+            "group_id": group["id"],
+            "range": list(group["range"]) if group["range"] else None,
+            "ts": group["observed_at"],
+        }
+        ops.append(PutOp(ns, f"g:{thread_id}:{group['id']}", doc, index=["text"]))
+    return ops
+
+
+def _message_ts(message: BaseMessage) -> str | None:
+    from langchain_om._core.recall import message_ts
+
+    return message_ts(message)
+
+
+# --------------------------------------------------------------------------------------------
+# Tool input
+# --------------------------------------------------------------------------------------------
+
+
+class RecallInput(BaseModel):
+    """Arguments of the ``recall`` tool."""
+
+    mode: Literal["messages", "threads", "search"] = Field(
+        default="messages",
+        description="messages: a page of one thread; threads: list conversations; "
+        "search: find messages by meaning (needs semantic search).",
+    )
+    query: str | None = Field(default=None, description="What to search for (mode='search').")
+    cursor: str | None = Field(
+        default=None,
+        description="One message id to page from (e.g. the start or end of a `_range`).",
+    )
+    thread_id: str | None = Field(
+        default=None, description="Thread to read; 'current' or omitted = this conversation."
+    )
+    anchor: Literal["start", "end"] | None = Field(
+        default=None, description="Without a cursor: read from the start or the end of the thread."
+    )
+    page: int = Field(
+        default=1, description="Page from the cursor: 1, 2, … forward; -1, -2, … backward."
+    )
+    limit: int = Field(default=20, description="Messages (or threads, results) per page.")
+    detail: Literal["low", "high"] = Field(
+        default="low", description="low: short previews; high: full text of each part."
+    )
+    part_type: str | None = Field(
+        default=None,
+        description="Only parts of this type: text, reasoning, tool_call, tool_result, image, …",
+    )
+    tool_name: str | None = Field(
+        default=None, description="Only tool calls and results of this tool."
+    )
+    part_index: int | None = Field(
+        default=None, description="Only this part (0-based) of each message, in full."
+    )
+    before: str | None = Field(
+        default=None, description="Threads mode: threads active before this ISO date."
+    )
+    after: str | None = Field(
+        default=None, description="Threads mode: threads active after this ISO date."
+    )
+    state: Annotated[dict[str, Any] | None, InjectedState] = None
+
+
+# --------------------------------------------------------------------------------------------
+# Who is asking
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Caller:
+    thread_id: str | None
+    resource_id: str | None
+    scope: Literal["thread", "resource"]
+    window: list[BaseMessage] | None = None
+    """The current thread's unobserved messages, when the tool can see them (agent state)."""
+    record: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class _Settings:
+    vector: bool
+    token_budget: int
+    count: Count
+
+
+@dataclass(frozen=True)
+class _Thread:
+    thread_id: str
+    current: bool
+    archived: int
+    window: list[BaseMessage] = field(default_factory=list)
+    info: Mapping[str, Any] | None = None
+
+    @property
+    def total(self) -> int:
+        return self.archived + len(self.window)
+
+
+class _RecallError(Exception):
+    """A problem to report to the model as the tool result (never raised to the caller)."""
+
+
+def _caller(
+    *,
+    scope: Literal["thread", "resource"],
+    bound_thread: str | None,
+    bound_resource: str | None,
+    config: RunnableConfig | None,
+    state: Mapping[str, Any] | None,
+) -> _Caller:
+    configurable: Mapping[str, Any] = (config or {}).get("configurable") or {}
+    record = state.get("om_record") if isinstance(state, Mapping) else None
+    record = record if isinstance(record, Mapping) else None
+    thread_id = bound_thread or _str(configurable.get("thread_id"))
+    thread_id = thread_id or (_str(record.get("thread_id")) if record else None)
+    resource_id = bound_resource or _str(
+        configurable.get("resource_id") or configurable.get("user_id")
+    )
+    if resource_id is None and record is not None and record.get("thread_id") == thread_id:
+        resource_id = _str(record.get("resource_id"))
+    window: list[BaseMessage] | None = None
+    if isinstance(state, Mapping) and isinstance(state.get("messages"), list):
+        same_thread = record is None or record.get("thread_id") in (None, thread_id)
+        if bound_thread is None or same_thread:
+            from langchain_om._state import split_messages
+
+            msgs = [m for m in state["messages"] if isinstance(m, BaseMessage)]
+            window = split_messages(msgs).window
+    own_record = record if record is not None and record.get("thread_id") == thread_id else None
+    return _Caller(thread_id, resource_id, scope, window, own_record)
+
+
+def _str(value: Any) -> str | None:
+    return str(value) if value is not None and value != "" else None
+
+
+# --------------------------------------------------------------------------------------------
+# The plan (one implementation, driven sync or async)
+# --------------------------------------------------------------------------------------------
+
+
+def recall_plan(settings: _Settings, caller: _Caller, args: RecallInput) -> Plan[dict[str, Any]]:
+    """The whole tool call as a plan of store batches; problems become ``{"error": ...}``."""
+    try:
+        caller = yield from _bind_resource(caller)
+        if args.mode == "threads":
+            return (yield from _threads_mode(settings, caller, args))
+        if args.mode == "search":
+            return (yield from _search_mode(settings, caller, args))
+        return (yield from _messages_mode(settings, caller, args))
+    except _RecallError as exc:
+        return {"error": str(exc), "mode": args.mode}
+
+
+def _bind_resource(caller: _Caller) -> Plan[_Caller]:
+    """Without a resource id in the config, the current thread's own record names it."""
+    if caller.resource_id is not None or caller.thread_id is None:
+        return caller
+    record = caller.record
+    if record is None:
+        (item,) = yield StoreBatch([GetOp(state_ns(caller.thread_id), "current")])
+        record, _ = unpack_state(item)
+    resource = _str(record.get("resource_id")) if record else None
+    if resource is None:
+        return caller
+    return _Caller(caller.thread_id, resource, caller.scope, caller.window, caller.record)
+
+
+def _effective_scope(caller: _Caller) -> Literal["thread", "resource"]:
+    return "resource" if caller.scope == "resource" and caller.resource_id else "thread"
+
+
+def _owned(value: Mapping[str, Any], caller: _Caller, thread: _Thread) -> bool:
+    if value.get("thread_id") not in (None, thread.thread_id):
+        return False
+    owner = value.get("resource_id")
+    return owner == caller.resource_id or (thread.current and owner is None)
+
+
+def _load_thread(caller: _Caller, requested: str | None) -> Plan[_Thread]:
+    """Resolve ``thread_id`` (``None``/``"current"`` = the caller's) and check it is theirs."""
+    if requested in (None, "", "current") or requested == caller.thread_id:
+        if caller.thread_id is None:
+            raise _RecallError(
+                "No current thread: run the tool with config={'configurable': {'thread_id': ...}}"
+                " or pass a thread_id from mode='threads'."
+            )
+        thread_id, current = caller.thread_id, True
+    else:
+        assert requested is not None
+        if _effective_scope(caller) == "thread":
+            raise _RecallError(
+                f"Thread {requested!r} is not available: recall is limited to the current thread."
+            )
+        thread_id, current = requested, False
+    ops: list[GetOp] = [GetOp(threads_ns(caller.resource_id), thread_id)]
+    if current and caller.resource_id is not None:
+        ops.append(GetOp(threads_ns(None), thread_id))
+    ops.append(GetOp(state_ns(thread_id), "current"))
+    results = yield StoreBatch(ops)
+    registry = _registry_value(results[0], caller.resource_id)
+    if registry is None and current and caller.resource_id is not None:
+        registry = _registry_value(results[1], None)
+    if registry is None and not current:
+        raise _RecallError(
+            f"Unknown thread {requested!r}. Use mode='threads' to list the available threads."
+        )
+    record, window = unpack_state(results[-1])
+    owner = record.get("resource_id") if record else None
+    if record is not None and not (owner == caller.resource_id or (current and owner is None)):
+        record, window = None, []
+    if current and caller.window is not None:
+        window = list(caller.window)
+    if registry is not None:
+        archived = int(registry.get("archived_messages") or 0)
+    elif current and caller.record is not None:
+        archived = int(caller.record.get("observed_message_count") or 0)
+    elif record is not None:
+        archived = int(record.get("observed_message_count") or 0)
+    else:
+        archived = 0
+    return _Thread(thread_id, current, archived, window, registry)
+
+
+def _registry_value(item: Item | None, resource_id: str | None) -> Mapping[str, Any] | None:
+    if item is None or not isinstance(item.value, Mapping):
+        return None
+    return item.value if item.value.get("resource_id") == resource_id else None
+
+
+# -- messages mode -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Located:
+    thread: _Thread
+    seq: int
+
+
+def _find_in_thread(
+    caller: _Caller, thread: _Thread, message_id: str, *, scan: bool = True
+) -> Plan[int | None]:
+    """Position of ``message_id`` in ``thread``: window, then the id index, then a search."""
+    for offset, message in enumerate(thread.window):
+        if message.id == message_id:
+            return thread.archived + offset
+    (item,) = yield StoreBatch([GetOp(msgindex_ns(thread.thread_id), message_id)])
+    seq = item.value.get("seq") if item is not None else None
+    if isinstance(seq, int) and 0 <= seq < thread.archived:
+        return seq
+    if not scan:
+        return None
+    (found,) = yield StoreBatch(
+        [SearchOp(archive_ns(thread.thread_id), filter={"id": message_id}, limit=1)]
+    )
+    for hit in found:
+        seq = hit.value.get("seq")
+        if _owned(hit.value, caller, thread) and isinstance(seq, int) and seq < thread.archived:
+            return seq
+    return None
+
+
+def _locate(caller: _Caller, thread: _Thread, cursor: str, explicit: bool) -> Plan[_Located | None]:
+    """Find ``cursor`` in ``thread``, then (resource scope, no explicit thread) in the others."""
+    seq = yield from _find_in_thread(caller, thread, cursor)
+    if seq is not None:
+        return _Located(thread, seq)
+    if explicit or _effective_scope(caller) == "thread":
+        return None
+    others = [t for t in (yield from _registry_threads(caller)) if t != thread.thread_id]
+    if not others:
+        return None
+    hits = yield StoreBatch([GetOp(msgindex_ns(t), cursor) for t in others])
+    candidates = [t for t, item in zip(others, hits, strict=True) if item is not None]
+    if not candidates:
+        found = yield StoreBatch(
+            [SearchOp(archive_ns(t), filter={"id": cursor}, limit=1) for t in others]
+        )
+        candidates = [t for t, items in zip(others, found, strict=True) if items]
+    for thread_id in candidates:
+        other = yield from _load_thread(caller, thread_id)
+        seq = yield from _find_in_thread(caller, other, cursor)
+        if seq is not None:
+            return _Located(other, seq)
+    return None
+
+
+def _registry_threads(caller: _Caller) -> Plan[list[str]]:
+    values = yield from _registry_values(caller)
+    return [str(v["thread_id"]) for v in values]
+
+
+def _registry_values(caller: _Caller) -> Plan[list[Mapping[str, Any]]]:
+    if caller.resource_id is None:
+        return []
+    (items,) = yield StoreBatch([SearchOp(threads_ns(caller.resource_id), limit=MAX_THREADS)])
+    return [
+        item.value
+        for item in items
+        if isinstance(item.value, Mapping)
+        and item.value.get("resource_id") == caller.resource_id
+        and item.value.get("thread_id") is not None
+    ]
+
+
+def _fetch(
+    caller: _Caller, thread: _Thread, positions: Sequence[int]
+) -> Plan[list[tuple[int, BaseMessage]]]:
+    """Messages at ``positions`` (archive first, then the window), owned by the caller."""
+    archived = [p for p in positions if 0 <= p < thread.archived]
+    items: list[Item | None] = []
+    if archived:
+        items = yield StoreBatch(
+            [GetOp(archive_ns(thread.thread_id), seq_key(p)) for p in archived]
+        )
+    by_pos: dict[int, BaseMessage] = {}
+    for pos, item in zip(archived, items, strict=True):
+        if item is not None and _owned(item.value, caller, thread):
+            by_pos[pos] = archived_message(item)
+    for pos in positions:
+        if thread.archived <= pos < thread.total:
+            by_pos[pos] = thread.window[pos - thread.archived]
+    return [(p, by_pos[p]) for p in positions if p in by_pos]
+
+
+def _parse_cursor(cursor: str | None) -> tuple[str | None, str | None, str | None]:
+    """``(cursor, range_end, hint)``: a ``start:end`` range keeps its start and adds a hint."""
+    if cursor is None or not cursor.strip():
+        return None, None, None
+    cursor = cursor.strip().strip("`")
+    start, sep, end = cursor.partition(":")
+    if not sep or not start or not end:
+        return cursor, None, None
+    hint = (
+        f"`{cursor}` is a range: cursor takes ONE message id. Showing from its start "
+        f"`{start}`; the range ends at `{end}` (cursor='{end}' with page=-1 reads back from "
+        "the end)."
+    )
+    return start, end, hint
+
+
+def _messages_mode(settings: _Settings, caller: _Caller, args: RecallInput) -> Plan[dict[str, Any]]:
+    thread = yield from _load_thread(caller, args.thread_id)
+    cursor, _, hint = _parse_cursor(args.cursor)
+    start: int | None = None
+    if cursor is not None:
+        # An id with a colon may be a real id: try it whole before splitting it as a range.
+        whole = args.cursor.strip().strip("`") if args.cursor else cursor
+        located = None
+        if hint is not None:
+            seq = yield from _find_in_thread(caller, thread, whole, scan=False)
+            if seq is not None:
+                located, cursor, hint = _Located(thread, seq), whole, None
+        if located is None:
+            located = yield from _locate(caller, thread, cursor, args.thread_id is not None)
+        if located is None:
+            message = f"Message {cursor!r} was not found in the threads you can read."
+            raise _RecallError(f"{hint} {message}" if hint else message)
+        thread, start = located.thread, located.seq
+    limit = clamp_limit(args.limit)
+    page = normalize_page(args.page)
+    detail: Detail = "high" if args.part_index is not None else args.detail
+    parts_filter = PartFilter(args.part_type, args.tool_name, args.part_index)
+    anchor: Anchor | None = args.anchor if cursor is None else None
+    if parts_filter.narrows_messages:
+        found, has_prev, has_next, after, note = yield from _scan_page(
+            caller, thread, parts_filter, start=start, anchor=anchor, page=page, limit=limit
+        )
+        hint = " ".join(h for h in (hint, note) if h) or None
+    else:
+        bounds = page_bounds(thread.total, start=start, anchor=anchor, page=page, limit=limit)
+        positions = list(range(bounds.lo, bounds.hi))
+        if bounds.has_next:
+            positions.append(bounds.hi)
+        fetched = yield from _fetch(caller, thread, positions)
+        found = [(p, m) for p, m in fetched if p < bounds.hi]
+        after = next((m for p, m in fetched if p == bounds.hi), None)
+        has_prev, has_next = bounds.has_prev, bounds.has_next
+    entries = [
+        render_message(m, detail=detail, parts_filter=parts_filter, count=settings.count)
+        for _, m in found
+    ]
+    result: dict[str, Any] = {
+        "thread_id": thread.thread_id,
+        "messages": [],
+        "count": 0,
+        "cursor": cursor,
+        "page": page,
+        "limit": limit,
+        "detail": detail,
+        "has_next_page": has_next,
+        "has_prev_page": has_prev,
+        "truncated": False,
+        "token_offset": None,
+        "total_messages": thread.total,
+    }
+    cut = fit_budget(entries, _room(settings, result), settings.count)
+    result["messages"] = cut.entries
+    result["count"] = len(cut.entries)
+    next_cursor: str | None = after.id if after is not None else None
+    if cut.truncated:
+        result["truncated"] = True
+        result["token_offset"] = cut.token_offset
+        shown = len(cut.entries)
+        if shown and cut.entries[-1] != entries[shown - 1]:
+            resume: BaseMessage | None = found[shown - 1][1]  # cut inside this message
+        else:
+            resume = found[shown][1] if shown < len(found) else None
+        next_cursor = resume.id if resume is not None else next_cursor
+        hint = " ".join(
+            h
+            for h in (
+                hint,
+                f"Output stopped at {cut.token_offset} tokens (budget {settings.token_budget}). "
+                "Continue with cursor=next_cursor and page=1, or use a smaller limit, "
+                "detail='low' or part_index.",
+            )
+            if h
+        )
+    if next_cursor is not None and (has_next or cut.truncated):
+        result["next_cursor"] = next_cursor
+    if args.part_index is not None and len(found) == 1:
+        total_parts = len(message_parts(found[0][1]))
+        if args.part_index + 1 < total_parts:
+            more = (
+                f"This message has {total_parts} parts; part_index={args.part_index + 1} is next."
+            )
+            hint = f"{hint} {more}" if hint else more
+    if hint:
+        result["hint"] = hint
+    return result
+
+
+def _room(settings: _Settings, envelope: dict[str, Any]) -> int:
+    return max(settings.token_budget - settings.count(json_text(envelope)) - ENVELOPE_MARGIN, 0)
+
+
+def _scan_page(
+    caller: _Caller,
+    thread: _Thread,
+    parts_filter: PartFilter,
+    *,
+    start: int | None,
+    anchor: Anchor | None,
+    page: int,
+    limit: int,
+) -> Plan[tuple[list[tuple[int, BaseMessage]], bool, bool, BaseMessage | None, str | None]]:
+    """A filtered page: scan from the origin for matching messages (at most ``MAX_SCAN``).
+
+    Returns ``(page, has_prev, has_next, next_message, note)``; pages count matches, so page 2
+    skips the first ``limit`` matches in the scan direction.
+    """
+    pos, step = filtered_scan_start(thread.total, start=start, anchor=anchor, page=page)
+    origin = pos if step > 0 else pos + 1
+    skip = (abs(page) - 1) * limit
+    wanted = skip + limit + 1
+    matches: list[tuple[int, BaseMessage]] = []
+    scanned = 0
+    while 0 <= pos < thread.total and scanned < MAX_SCAN and len(matches) < wanted:
+        end = pos + step * SCAN_CHUNK
+        chunk = [p for p in range(pos, end, step) if 0 <= p < thread.total]
+        scanned += len(chunk)
+        for p, message in (yield from _fetch(caller, thread, chunk)):
+            if parts_filter.message_matches(message_parts(message)):
+                matches.append((p, message))
+        pos = end
+    unscanned = 0 <= pos < thread.total
+    page_items = matches[skip : skip + limit]
+    beyond = matches[skip + limit] if len(matches) > skip + limit else None
+    further = beyond is not None or unscanned  # more matches may lie in the scan direction
+    behind = skip > 0 or (origin > 0 if step > 0 else origin < thread.total)
+    note = None
+    if unscanned and beyond is None:
+        note = (
+            f"Stopped after scanning {scanned} messages for matching parts; page on or move "
+            "the cursor to look further."
+        )
+    if step > 0:
+        following = beyond[1] if beyond is not None else None
+        return page_items, behind, further, following, note
+    page_items.reverse()
+    return page_items, further, behind, None, note
+
+
+# -- threads mode ------------------------------------------------------------------------------
+
+
+def _threads_mode(settings: _Settings, caller: _Caller, args: RecallInput) -> Plan[dict[str, Any]]:
+    try:
+        before = parse_when(args.before) if args.before else None
+        after = parse_when(args.after) if args.after else None
+    except ValueError as exc:
+        raise _RecallError(f"before/after must be ISO dates like 2026-11-30: {exc}") from exc
+    values: list[Mapping[str, Any]] = []
+    if _effective_scope(caller) == "resource":
+        values = list((yield from _registry_values(caller)))
+    rows: dict[str, dict[str, Any]] = {}
+    for value in values:
+        thread_id = str(value["thread_id"])
+        rows[thread_id] = {
+            "thread_id": thread_id,
+            "title": value.get("title"),
+            "created_at": value.get("created_at"),
+            "updated_at": value.get("updated_at"),
+            "messages": int(value.get("archived_messages") or 0),
+            "current": thread_id == caller.thread_id,
+        }
+    if caller.thread_id is not None:
+        current = yield from _load_thread(caller, None)
+        info = current.info or {}
+        rows[current.thread_id] = {
+            "thread_id": current.thread_id,
+            "title": info.get("title"),
+            "created_at": info.get("created_at"),
+            "updated_at": info.get("updated_at"),
+            "messages": current.total,
+            "current": True,
+        }
+    listed = [r for r in rows.values() if thread_in_window(r, before=before, after=after)]
+    listed = sort_threads(listed)
+    limit = clamp_limit(args.limit)
+    page = abs(normalize_page(args.page))
+    chunk = listed[(page - 1) * limit : page * limit]
+    result: dict[str, Any] = {
+        "threads": [],
+        "count": 0,
+        "page": page,
+        "has_more": len(listed) > page * limit,
+        "total_threads": len(listed),
+    }
+    cut = fit_budget(chunk, _room(settings, result), settings.count)
+    result["threads"] = cut.entries
+    result["count"] = len(cut.entries)
+    if cut.truncated:
+        result["truncated"] = True
+        result["token_offset"] = cut.token_offset
+        result["has_more"] = True
+    return result
+
+
+# -- search mode -------------------------------------------------------------------------------
+
+
+def _search_mode(settings: _Settings, caller: _Caller, args: RecallInput) -> Plan[dict[str, Any]]:
+    if not settings.vector:
+        raise _RecallError(
+            "Search is off (retrieval vector=False). Use mode='messages' with a cursor from "
+            "an observation group's _range, or mode='threads'."
+        )
+    query = (args.query or "").strip()
+    if not query:
+        raise _RecallError("mode='search' needs a query.")
+    limit = clamp_limit(args.limit)
+    page = abs(normalize_page(args.page))
+    only: str | None = None
+    if args.thread_id not in (None, ""):
+        only = (yield from _load_thread(caller, args.thread_id)).thread_id
+    elif _effective_scope(caller) == "thread":
+        if caller.thread_id is None:
+            raise _RecallError("No current thread to search: pass a thread id in the run config.")
+        only = caller.thread_id
+    flt: dict[str, Any] = {"resource_id": caller.resource_id}
+    if only is not None:
+        flt["thread_id"] = only
+    op = SearchOp(
+        search_ns(caller.resource_id),
+        filter=flt,
+        limit=limit,
+        offset=(page - 1) * limit,
+        query=query,
+    )
+    (hits,) = yield StoreBatch([op])
+    results = [_search_entry(hit) for hit in hits if _search_owned(hit, caller, only)]
+    if hits and all(hit.score is None for hit in hits):
+        raise _RecallError(
+            "The store has no vector index: build it with index={'embed': ..., 'dims': ..., "
+            "'fields': ['text']} to search."
+        )
+    result: dict[str, Any] = {"results": [], "count": 0, "page": page, "query": query}
+    cut = fit_budget(results, _room(settings, result), settings.count)
+    result["results"] = cut.entries
+    result["count"] = len(cut.entries)
+    result["has_more"] = len(hits) == limit
+    if cut.truncated:
+        result["truncated"] = True
+        result["token_offset"] = cut.token_offset
+    return result
+
+
+def _search_owned(hit: SearchItem, caller: _Caller, only: str | None) -> bool:
+    value = hit.value
+    if not isinstance(value, Mapping) or value.get("resource_id") != caller.resource_id:
+        return False
+    return only is None or value.get("thread_id") == only
+
+
+def _search_entry(hit: SearchItem) -> dict[str, Any]:
+    value = hit.value
+    preview, _ = cut_chars(" ".join(str(value.get("text", "")).split()), 200)
+    entry: dict[str, Any] = {
+        "thread_id": value.get("thread_id"),
+        "score": round(float(hit.score), 4) if hit.score is not None else None,
+        "kind": value.get("kind"),
+        "preview": preview,
+    }
+    if value.get("kind") == "observation":
+        bounds = value.get("range") or []
+        entry["cursor"] = bounds[0] if bounds else None
+        if bounds:
+            entry["range"] = f"{bounds[0]}:{bounds[-1]}"
+        entry["group_id"] = value.get("group_id")
+    else:
+        entry["cursor"] = value.get("message_id")
+        entry["role"] = value.get("role")
+    entry["ts"] = short_ts(value.get("ts"))
+    return entry
+
+
+# --------------------------------------------------------------------------------------------
+# Public constructors
+# --------------------------------------------------------------------------------------------
+
+
+def recall_instructions(
+    config: ObservationalMemoryConfig | RetrievalConfig | None,
+    *,
+    scope: Literal["thread", "resource"] | None = None,
+) -> str:
+    """Usage guidance for the recall tool, for the agent's context.
+
+    It says when to recall and how to use cursors, paging, detail levels and truncation; it
+    mentions other threads only in resource scope and search only when vector search is on.
+    ``retrieval.instructions`` is appended.
+
+    Args:
+        config: the memory's config (or its ``retrieval`` part).
+        scope: override the retrieval scope (as :func:`create_recall_tool` does).
+
+    Returns:
+        The guidance text, or ``""`` when retrieval is off.
+    """
+    retrieval = config.retrieval if isinstance(config, ObservationalMemoryConfig) else config
+    if retrieval is None:
+        return ""
+    return recall_guidance(
+        scope=scope or retrieval.scope, vector=retrieval.vector, extra=retrieval.instructions
+    )
+
+
+def _no_model(effect: ModelCall) -> Any:
+    raise OMUsageError("the recall tool does not call models")
+
+
+async def _ano_model(effect: ModelCall) -> Any:
+    raise OMUsageError("the recall tool does not call models")
+
+
+def create_recall_tool(
+    memory: ObservationalMemory,
+    *,
+    scope: Literal["thread", "resource"] | None = None,
+    token_budget: int = 8000,
+    name: str = "recall",
+    vector: bool | None = None,
+    thread_id: str | None = None,
+    resource_id: str | None = None,
+) -> StructuredTool:
+    """Build the ``recall`` tool for ``memory``.
+
+    The tool reads the memory's store: archived messages page by page, the resource's thread
+    list, and (with ``vector``) semantic search. Its result is a JSON string for the model; the
+    same data is the ``ToolMessage.artifact`` (a dict) when it runs as a tool call.
+
+    Args:
+        memory: the engine whose store holds the archive.
+        scope: ``"resource"`` reads every thread of the caller's resource, ``"thread"`` only
+            the current one (default: ``retrieval.scope``, else ``"resource"``).
+        token_budget: most tokens of one result (counted with ``memory.counter``).
+        name: the tool name.
+        vector: enable ``mode="search"`` (default: ``retrieval.vector``). The store needs a
+            vector index (``InMemoryStore(index={...})`` or an indexed ``SqliteStore``).
+        thread_id: bind the tool to this thread instead of the run config's.
+        resource_id: bind the tool to this resource instead of the run config's.
+
+    Returns:
+        A ``StructuredTool`` with sync and async paths over one implementation.
+
+    Example:
+        >>> from langchain_om import ObservationalMemory
+        >>> from langchain_om.tools import create_recall_tool
+        >>> memory = ObservationalMemory(model="default", retrieval=True)
+        >>> create_recall_tool(memory).name
+        'recall'
+    """
+    retrieval = memory.config.retrieval
+    chosen_scope: Literal["thread", "resource"] = scope or (
+        retrieval.scope if retrieval is not None else "resource"
+    )
+    if chosen_scope not in ("thread", "resource"):
+        raise OMUsageError(f"scope must be 'thread' or 'resource', got {chosen_scope!r}")
+    if token_budget < 100:
+        raise OMUsageError(f"token_budget must be at least 100, got {token_budget}")
+    settings = _Settings(
+        vector=vector if vector is not None else bool(retrieval and retrieval.vector),
+        token_budget=token_budget,
+        count=memory.counter.count_text,
+    )
+    executor = Executor(store=memory.store, call_model=_no_model, acall_model=_ano_model)
+
+    def plan_for(config: RunnableConfig, kwargs: dict[str, Any]) -> Plan[dict[str, Any]]:
+        args = RecallInput.model_validate(kwargs)
+        caller = _caller(
+            scope=chosen_scope,
+            bound_thread=thread_id,
+            bound_resource=resource_id,
+            config=config,
+            state=args.state,
+        )
+        return recall_plan(settings, caller, args)
+
+    def run(config: RunnableConfig, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+        result = run_sync(plan_for(config, kwargs), executor)
+        return json_text(result), result
+
+    async def arun(config: RunnableConfig, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+        result = await run_async(plan_for(config, kwargs), executor)
+        return json_text(result), result
+
+    return StructuredTool.from_function(
+        func=run,
+        coroutine=arun,
+        name=name,
+        description=TOOL_DESCRIPTION,
+        args_schema=RecallInput,
+        response_format="content_and_artifact",
+    )
