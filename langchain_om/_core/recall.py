@@ -347,23 +347,25 @@ def fit_budget(entries: Sequence[dict[str, Any]], budget: int, count: Count) -> 
 
 
 def _shrink_entry(entry: dict[str, Any], budget: int, count: Count) -> dict[str, Any] | None:
-    parts = [dict(p) for p in entry.get("parts", [])]
+    """The entry with its parts' text cut (in order) so that the whole entry fits ``budget``."""
+    parts = list(entry.get("parts", []))
     if not parts:
         return None
-    skeleton = dict(entry, parts=[dict(p, text="") for p in parts])
-    room = budget - entry_tokens(skeleton, count) - 4 * len(parts)
-    if room <= 0:
-        return None
-    for part in parts:
-        text = str(part.get("text", ""))
-        share = max(room, 0)
-        cut, was_cut = cut_tokens(text, share, count)
-        part["text"] = cut
-        if was_cut:
-            part["truncated"] = True
-        room -= count(json_text(cut))
-    shrunk = dict(entry, parts=parts)
-    return shrunk if entry_tokens(shrunk, count) <= budget else None
+    skeleton = dict(entry, parts=[dict(p, text="", truncated=True) for p in parts])
+    allowance = budget - entry_tokens(skeleton, count)
+    while allowance > 0:
+        room = allowance
+        shrunk_parts = []
+        for part in parts:
+            cut, was_cut = cut_tokens(str(part.get("text", "")), room, count)
+            shrunk_parts.append(dict(part, text=cut, truncated=True) if was_cut else dict(part))
+            room = max(room - count(cut), 0)
+        shrunk = dict(entry, parts=shrunk_parts)
+        over = entry_tokens(shrunk, count) - budget
+        if over <= 0:
+            return shrunk
+        allowance -= over
+    return None
 
 
 # --------------------------------------------------------------------------------------------
