@@ -12,7 +12,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage
 
 from langchain_om._core.types import OM_META_KEY
-from langchain_om._turn import TurnOutcome
+from langchain_om._cycles import TurnOutcome
 
 OM_STATE_KEY = "om_record"
 """Graph-state key holding the JSON-native OM record."""

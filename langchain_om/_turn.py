@@ -1,650 +1,380 @@
-"""One OM turn as a plan: decide with the pure core, yield effects for I/O, return new state.
+"""One OM step as a plan (SPEC §7): activate, observe, reflect, start background work.
 
-The plans here are generators (see :mod:`langchain_om._effects`); the engine runs them with a
-sync or an async driver, so there is exactly one implementation of every cycle.
+Per step, before the agent's model call:
+
+1. stored chunks that no longer fit the window are dropped; the rest form a chain;
+2. **activate** a prefix of the chain when the window reaches the threshold (or the idle TTL
+   expired, or the actor's provider changed) — no model call;
+3. beyond ``block_after`` with a buffer in flight, wait for it (bounded) and activate it;
+4. **observe synchronously** when still over the threshold and no buffer is coming (or beyond
+   ``block_after``, or with buffering off);
+5. **reflect**: swap in a buffered reflection, reflect synchronously beyond
+   ``reflection.block_after`` (or with buffering off), or start a background reflection;
+6. start a **background buffer** when an interval of uncovered tokens has built up.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
+from langgraph.store.base import GetOp, PutOp, SearchOp
 
-from langchain_om._core.observer import (
-    build_observer_messages,
-    format_messages_for_observer,
-    parse_observer_output,
+from langchain_om._buffer import (
+    activate_reflection,
+    activation_plan,
+    buffer_plan,
+    reflection_buffer_plan,
+    reflection_is_valid,
 )
-from langchain_om._core.record import (
-    append_observations,
-    log_text,
-    make_group,
-    new_id,
-    new_record,
-    stable_id,
+from langchain_om._core.record import new_record
+from langchain_om._core.reflector import select_reflection_slice, should_reflect
+from langchain_om._core.thresholds import (
+    auto_ttl_ms,
+    choose_activation,
+    chunk_chain,
+    should_buffer,
 )
-from langchain_om._core.reflector import (
-    ReflectionLadder,
-    apply_reflection,
-    build_reflector_messages,
-    churn_guard_after,
-    compression_start_level,
-    should_reflect,
+from langchain_om._core.types import OMRecord
+from langchain_om._core.window import observation_cut, safe_cut_points
+from langchain_om._cycles import (
+    BackgroundJob,
+    TurnEnv,
+    TurnInput,
+    TurnOutcome,
+    _emit,
+    iso,
+    message_threshold,
+    observe_plan,
+    reflect_plan,
+    stamp_messages,
+    status_event,
 )
-from langchain_om._core.tokens import TokenCounter
-from langchain_om._core.truncation import truncate_observations
-from langchain_om._core.types import OM_META_KEY, OMRecord
-from langchain_om._core.window import observation_cut
-from langchain_om._effects import HookCall, ModelCall, Plan, StoreBatch
-from langchain_om.config import ObservationalMemoryConfig
-from langchain_om.errors import CycleFailedError, ObserverOutputError
-from langchain_om.events import (
-    BufferedObservationsStatus,
-    BufferedReflectionStatus,
-    ObservationEndEvent,
-    ObservationFailedEvent,
-    ObservationStartEvent,
-    OMEvent,
-    StatusEvent,
-    ThreadUpdateEvent,
-    WindowUsage,
-)
-from langchain_om.storage import archive_ops, thread_registry_op
+from langchain_om._effects import AwaitBackground, Plan, StoreBatch
+from langchain_om.errors import CycleFailedError
+from langchain_om.storage import buffer_ns, reflection_ns
 
-Trigger = Literal["manual", "turn-sync", "async-buffer"]
+BLOCK_WAIT_SECONDS = 60.0
+"""How long a step beyond ``block_after`` waits for an in-flight buffer."""
+MAX_CHUNKS = 10_000
 
 
-@dataclass
-class TurnEnv:
-    """What a plan needs from the engine: options, counting, time, events and model ids."""
-
-    config: ObservationalMemoryConfig
-    counter: TokenCounter
-    now: Callable[[], datetime]
-    emit: Callable[[OMEvent], None]
-    model_id: Callable[[str, int], str | None]
-    """``(role, input_tokens) -> "provider/model"`` of the model a role would use."""
-    timezone: str = "UTC"
+def obs_key(thread_id: str) -> str:
+    """Background-job key of a thread's observation buffer."""
+    return f"obs:{thread_id}"
 
 
-@dataclass
-class TurnInput:
-    """The state a turn starts from."""
-
-    thread_id: str
-    resource_id: str | None
-    record: OMRecord | None
-    window: list[BaseMessage]
-    trigger: Trigger = "turn-sync"
-    force_observe: bool = False
-    force_reflect: bool = False
-    step_number: int = 0
-    emit: Callable[[OMEvent], None] | None = None
-    allow_observe: bool = True
-    allow_reflect: bool = True
+def ref_key(thread_id: str) -> str:
+    """Background-job key of a thread's background reflection."""
+    return f"ref:{thread_id}"
 
 
-@dataclass
-class TurnOutcome:
-    """The state a turn ends with."""
-
-    record: OMRecord
-    window: list[BaseMessage]
-    removed: list[BaseMessage] = field(default_factory=list)
-    stamped: list[BaseMessage] = field(default_factory=list)
-    observed: bool = False
-    reflected: bool = False
-    errors: list[BaseException] = field(default_factory=list)
-    status: StatusEvent | None = None
-
-    @property
-    def removed_ids(self) -> list[str]:
-        """Ids of the messages that left the window (they are in the archive)."""
-        return [m.id for m in self.removed if m.id]
-
-
-def iso(dt: datetime) -> str:
-    return dt.astimezone(UTC).isoformat()
-
-
-def stamp_messages(messages: Sequence[BaseMessage], now: datetime) -> list[BaseMessage]:
-    """Give every message without an OM timestamp the time ``now``; return those stamped."""
-    stamped: list[BaseMessage] = []
-    for message in messages:
-        meta = message.response_metadata.get(OM_META_KEY)
-        if not isinstance(meta, dict):
-            meta = {}
-            message.response_metadata[OM_META_KEY] = meta
-        if "ts" not in meta:
-            meta["ts"] = iso(now)
-            stamped.append(message)
-    return stamped
-
-
-def message_threshold(config: ObservationalMemoryConfig, record: OMRecord) -> int:
-    """Unobserved-message tokens that trigger observation (``share_token_budget`` moves it)."""
-    base = config.observation.message_tokens
-    if config.share_token_budget:
-        total = base + config.reflection.observation_tokens
-        return max(total - record["observation_tokens"], base)
-    return base
-
-
-def status_event(
-    env: TurnEnv, record: OMRecord, window_tokens: int, step_number: int
-) -> StatusEvent:
-    buffered = record["buffered"]
-    reflection = record["buffered_reflection"]
-    return StatusEvent(
-        messages=WindowUsage(tokens=window_tokens, threshold=message_threshold(env.config, record)),
-        observations=WindowUsage(
-            tokens=record["observation_tokens"],
-            threshold=env.config.reflection.observation_tokens,
-        ),
-        buffered_observations=BufferedObservationsStatus(
-            chunks=len(buffered),
-            message_tokens=sum(c["message_tokens"] for c in buffered),
-            observation_tokens=sum(c["tokens"] for c in buffered),
-            status="complete" if buffered else "idle",
-        ),
-        buffered_reflection=BufferedReflectionStatus(
-            input_observation_tokens=reflection["input_tokens"] if reflection else 0,
-            observation_tokens=reflection["tokens"] if reflection else 0,
-            status="complete" if reflection else "idle",
-        ),
-        record_id=record["record_id"],
-        thread_id=record["thread_id"],
-        step_number=step_number,
-        generation_count=record["generation"],
+def _load_buffered(
+    record: OMRecord, window: Sequence[BaseMessage]
+) -> Plan[tuple[list[Mapping[str, Any]], Mapping[str, Any] | None]]:
+    """Read stored chunks and reflection; drop the ones that no longer apply."""
+    thread_id = record["thread_id"]
+    items, ref_item = yield StoreBatch(
+        [
+            SearchOp(buffer_ns(thread_id), limit=MAX_CHUNKS),
+            GetOp(reflection_ns(thread_id), "current"),
+        ]
     )
+    chain, stale = chunk_chain([m.id for m in window], [i.value for i in items])
+    ops: list[Any] = [
+        PutOp(buffer_ns(thread_id), str(c["message_ids"][0]), None)
+        for c in stale
+        if c.get("message_ids")
+    ]
+    reflection = ref_item.value if ref_item is not None else None
+    if reflection is not None and not reflection_is_valid(record, reflection):
+        ops.append(PutOp(reflection_ns(thread_id), "current", None))
+        reflection = None
+    if ops:
+        yield StoreBatch(ops)
+    return chain, reflection
+
+
+def _idle_ms(record: OMRecord, now: datetime) -> int | None:
+    last = record.get("last_activity_at")
+    if not last:
+        return None
+    try:
+        return int((now - datetime.fromisoformat(str(last))).total_seconds() * 1000)
+    except ValueError:
+        return None
+
+
+def _ttl(setting: int | str | None, model: str | None) -> int | None:
+    if setting is None:
+        return None
+    return auto_ttl_ms(model) if setting == "auto" else int(setting)
+
+
+Trigger = Literal["threshold", "ttl", "provider_change"]
+
+
+def _early_trigger(
+    env: TurnEnv, inp: TurnInput, record: OMRecord, now: datetime, *, reflection: bool
+) -> Trigger | None:
+    """``"ttl"`` or ``"provider_change"`` when early activation applies, else ``None``."""
+    cfg = env.config
+    setting = (
+        cfg.reflection_activate_after_idle_ms
+        if reflection
+        else cfg.observation_activate_after_idle_ms
+    )
+    model = inp.actor_model or record.get("last_actor_model")
+    ttl = _ttl(setting, model)
+    idle = _idle_ms(record, now)
+    if ttl is not None and idle is not None and idle >= ttl:
+        return "ttl"
+    on_change = (
+        cfg.reflection_activate_on_provider_change
+        if reflection
+        else cfg.observation_activate_on_provider_change
+    )
+    last = record.get("last_actor_model")
+    if on_change and inp.actor_model and last and inp.actor_model != last:
+        return "provider_change"
+    return None
+
+
+def buffer_candidates(messages: Sequence[BaseMessage], *, idle: bool) -> list[BaseMessage]:
+    """The longest prefix of ``messages`` a background buffer may take.
+
+    Never across a pending tool call; the current turn (from the last human message on) is
+    left alone until the turn ends (``idle``), so activation never takes the message the model
+    is answering.
+    """
+    end = len(messages)
+    if not idle:
+        humans = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage)]
+        if humans:
+            end = humans[-1]
+    points = [p for p in safe_cut_points(messages) if p <= end]
+    return list(messages[: points[-1]]) if points else []
 
 
 def turn_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
-    """One step: stamp, observe when over the threshold, reflect when the log is too big."""
+    """One step (see the module docstring)."""
+    cfg = env.config
     now = env.now()
     record = inp.record or new_record(
         thread_id=inp.thread_id,
         resource_id=inp.resource_id,
-        scope=env.config.scope,
+        scope=cfg.scope,
         timezone=env.timezone,
         now=iso(now),
     )
-    outcome = TurnOutcome(record=record, window=list(inp.window))
-    outcome.stamped = stamp_messages(outcome.window, now)
-    tokens = env.counter.count_messages(outcome.window)
-    over = tokens >= message_threshold(env.config, record)
-    if inp.allow_observe and (inp.force_observe or over):
-        cut = observation_cut(outcome.window, keep_current_turn=not inp.force_observe)
-        if cut > 0:
-            batch = outcome.window[:cut]
-            try:
-                outcome.record = yield from observe_plan(env, inp, outcome.record, batch)
-            except CycleFailedError as exc:
-                if env.config.observation.failure_policy == "raise":
-                    raise
-                outcome.errors.append(exc)
-            else:
-                outcome.removed = batch
-                outcome.window = outcome.window[cut:]
-                outcome.observed = True
-    if inp.allow_reflect and (
-        inp.force_reflect
-        or should_reflect(
-            outcome.record["observation_tokens"],
-            env.config.reflection.observation_tokens,
-            outcome.record["reflection_suppressed_at_tokens"],
+    out = TurnOutcome(record=record, window=list(inp.window))
+    out.stamped = stamp_messages(out.window, now)
+    buffering = cfg.buffering_enabled
+    okey, rkey = obs_key(inp.thread_id), ref_key(inp.thread_id)
+    chain: list[Mapping[str, Any]] = []
+    stored_reflection: Mapping[str, Any] | None = None
+    if buffering:
+        chain, stored_reflection = yield from _load_buffered(out.record, out.window)
+    threshold = message_threshold(cfg, out.record)
+    block_after = cfg.observation.block_after_tokens if buffering else threshold
+    tokens = env.counter.count_messages(out.window)
+
+    def activate(chunks: Sequence[Mapping[str, Any]], trigger: Trigger) -> Plan[None]:
+        nonlocal tokens
+        if not chunks:
+            return
+        out.record, out.window, moved = yield from activation_plan(
+            env, inp, out.record, out.window, chunks, triggered_by=trigger
         )
-    ):
+        out.removed.extend(moved)
+        out.observed = True
+        tokens = env.counter.count_messages(out.window)
+
+    # 2. Activation.
+    if inp.allow_observe and chain:
+        trigger = (
+            "threshold"
+            if tokens >= threshold
+            else _early_trigger(env, inp, out.record, now, reflection=False)
+        )
+        if trigger is not None:
+            if trigger == "threshold" and tokens < block_after:
+                choice = choose_activation(
+                    [int(c["message_tokens"]) for c in chain],
+                    pending=tokens,
+                    floor=cfg.observation.retention_floor_tokens,
+                )
+                count = choice.count
+            else:
+                count = len(chain)
+            yield from activate(chain[:count], trigger)
+            chain = chain[count:]
+
+    # 3. Beyond block_after with a buffer in flight: wait for it, then activate what exists.
+    if buffering and inp.allow_observe and tokens >= block_after and env.running(okey):
+        yield AwaitBackground(okey, BLOCK_WAIT_SECONDS)
+        chain, stored_reflection = yield from _load_buffered(out.record, out.window)
+        yield from activate(chain, "threshold")
+        chain = []
+
+    # 4. Synchronous observation.
+    sync_at = block_after if (buffering and env.running(okey)) else threshold
+    if inp.allow_observe and (inp.force_observe or tokens >= sync_at):
+        yield from activate(chain, "threshold")
+        chain = []
+        cut = observation_cut(out.window, keep_current_turn=not inp.force_observe)
+        if cut > 0:
+            batch = out.window[:cut]
+            try:
+                out.record = yield from observe_plan(env, inp, out.record, batch)
+            except CycleFailedError as exc:
+                if cfg.observation.failure_policy == "raise":
+                    raise
+                out.errors.append(exc)
+            else:
+                out.removed.extend(batch)
+                out.window = out.window[cut:]
+                out.observed = True
+                tokens = env.counter.count_messages(out.window)
+
+    # 5. Reflection.
+    if inp.allow_reflect:
+        stored_reflection = yield from _reflection_step(
+            env, inp, out, stored_reflection, buffering=buffering, now=now
+        )
+
+    # 6. Background buffer.
+    if buffering and inp.allow_observe and not env.running(okey):
+        covered = sum(len(c["message_ids"]) for c in chain)
+        candidates = buffer_candidates(out.window[covered:], idle=inp.idle)
+        unbuffered = env.counter.count_messages(candidates) if candidates else 0
+        interval = cfg.observation.buffer_interval_tokens or threshold
+        if should_buffer(
+            unbuffered=unbuffered,
+            pending=tokens,
+            threshold=threshold,
+            interval=interval,
+            idle=inp.idle,
+        ):
+            texts = [str(c["text"]) for c in chain]
+            background = replace(inp, emit=None)
+            plan = buffer_plan(env, background, dict(out.record), candidates, texts)  # type: ignore[arg-type]
+            out.jobs.append(BackgroundJob(okey, plan))
+
+    record_out = dict(out.record)
+    record_out["last_activity_at"] = iso(now)
+    if inp.actor_model:
+        record_out["last_actor_model"] = inp.actor_model
+    out.record = record_out  # type: ignore[assignment]
+    projected = 0
+    if chain:
+        projected = choose_activation(
+            [int(c["message_tokens"]) for c in chain],
+            pending=max(tokens, threshold),
+            floor=cfg.observation.retention_floor_tokens,
+        ).removed_tokens
+    out.status = status_event(
+        env,
+        out.record,
+        tokens,
+        inp.step_number,
+        chunks=chain,
+        buffering=env.running(okey) or any(j.key == okey for j in out.jobs),
+        projected_removal=projected,
+        reflection=stored_reflection,
+        reflecting=env.running(rkey) or any(j.key == rkey for j in out.jobs),
+    )
+    _emit(env, inp, out.status)
+    return out
+
+
+def _reflection_step(
+    env: TurnEnv,
+    inp: TurnInput,
+    out: TurnOutcome,
+    stored: Mapping[str, Any] | None,
+    *,
+    buffering: bool,
+    now: datetime,
+) -> Plan[Mapping[str, Any] | None]:
+    """Reflect (sync, buffered swap, or start a background reflection); returns what is stored."""
+    cfg = env.config
+    record = out.record
+    tokens = record["observation_tokens"]
+    threshold = cfg.reflection.observation_tokens
+    rkey = ref_key(inp.thread_id)
+    if not inp.force_reflect and buffering and stored is not None:
+        trigger = (
+            "threshold"
+            if tokens >= threshold
+            else _early_trigger(env, inp, record, now, reflection=True)
+        )
+        if trigger is not None:
+            out.record = yield from activate_reflection(
+                env, inp, record, stored, triggered_by=trigger
+            )
+            out.reflected = True
+            return None
+    sync = inp.force_reflect or (
+        should_reflect(tokens, threshold, record["reflection_suppressed_at_tokens"])
+        and (not buffering or tokens >= cfg.reflection.block_after_tokens)
+    )
+    if sync:
         try:
-            outcome.record = yield from reflect_plan(env, inp, outcome.record)
-            outcome.reflected = True
+            out.record = yield from reflect_plan(env, inp, record)
+            out.reflected = True
+            if stored is not None:
+                yield StoreBatch([PutOp(reflection_ns(inp.thread_id), "current", None)])
+            return None
         except CycleFailedError as exc:
             if inp.trigger == "manual":
                 raise
-            outcome.errors.append(exc)
-            suppressed = dict(outcome.record)
-            suppressed["reflection_suppressed_at_tokens"] = outcome.record["observation_tokens"]
-            outcome.record = suppressed  # type: ignore[assignment]
-    window_tokens = env.counter.count_messages(outcome.window)
-    outcome.status = status_event(env, outcome.record, window_tokens, inp.step_number)
-    _emit(env, inp, outcome.status)
-    return outcome
+            out.errors.append(exc)
+            suppressed = dict(out.record)
+            suppressed["reflection_suppressed_at_tokens"] = record["observation_tokens"]
+            out.record = suppressed  # type: ignore[assignment]
+            return stored
+    start_at = cfg.reflection.buffer_start_tokens
+    if (
+        buffering
+        and stored is None
+        and tokens >= start_at
+        and len(record["groups"]) > 1
+        and not env.running(rkey)
+    ):
+        ids = select_reflection_slice(record["groups"], start_at)
+        if ids:
+            background = replace(inp, emit=None)
+            plan = reflection_buffer_plan(env, background, dict(record), ids)  # type: ignore[arg-type]
+            out.jobs.append(BackgroundJob(rkey, plan))
+    return stored
 
 
-def _emit(env: TurnEnv, inp: TurnInput, event: OMEvent) -> None:
-    env.emit(event)
-    if inp.emit is not None:
-        inp.emit(event)
-
-
-def _hook(env: TurnEnv, name: str, payload: dict[str, Any]) -> Plan[None]:
-    hook = getattr(env.config.hooks, name, None) if env.config.hooks is not None else None
-    if hook is not None:
-        yield HookCall(name=name, hook=hook, payload=payload)
-
-
-def _hook_payload(inp: TurnInput, trigger: Trigger, **extra: Any) -> dict[str, Any]:
-    return {
-        "thread_id": inp.thread_id,
-        "resource_id": inp.resource_id,
-        "trigger": trigger,
-        **extra,
-    }
-
-
-def _usage(result: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    message = getattr(result, "message", None)
-    usage: Any = getattr(result, "usage", None)
-    if hasattr(usage, "_asdict"):
-        usage = usage._asdict()
-    if usage is None and isinstance(message, AIMessage) and message.usage_metadata:
-        usage = dict(message.usage_metadata)
-    meta = getattr(result, "provider_metadata", None)
-    if meta is None and isinstance(message, AIMessage):
-        meta = dict(message.response_metadata)
-    return (dict(usage) if usage else None), (dict(meta) if meta else None)
-
-
-def _text(result: Any) -> str:
-    message = getattr(result, "message", result)
-    if isinstance(message, BaseMessage):
-        return message.text if isinstance(message.text, str) else str(message.text)
-    return str(message)
-
-
-def observe_plan(
-    env: TurnEnv, inp: TurnInput, record: OMRecord, batch: list[BaseMessage]
-) -> Plan[OMRecord]:
-    """Observe ``batch``: call the Observer, archive the messages, append the observations.
-
-    Raises:
-        CycleFailedError: the Observer failed; ``record`` is unchanged and nothing was archived.
-    """
-    cfg = env.config
-    trigger = inp.trigger
-    now = env.now()
-    cycle_id = new_id()
-    started = time.monotonic()
-    tokens_in = env.counter.count_messages(batch)
-    _emit(
-        env,
-        inp,
-        ObservationStartEvent(
-            cycle_id=cycle_id,
-            operation_type="observation",
-            started_at=iso(now),
-            tokens_to_observe=tokens_in,
-            record_id=record["record_id"],
-            thread_id=record["thread_id"],
-            trigger=trigger,
-            config=_config_snapshot(cfg),
-        ),
-    )
-    yield from _hook(env, "on_observation_start", _hook_payload(inp, trigger, cycle_id=cycle_id))
-    usage: dict[str, Any] | None = None
-    provider_meta: dict[str, Any] | None = None
-    try:
-        history = format_messages_for_observer(
-            batch,
-            timezone=record["timezone"],
-            tool_result_max_tokens=cfg.observation.tool_result_max_tokens,
-            count=env.counter.count_text,
-            now=now,
-            observe_attachments=cfg.observation.observe_attachments,
-        )
-        budget = cfg.observation.previous_observer_tokens
-        previous_text = log_text(record["groups"])
-        previous = (
-            truncate_observations(
-                previous_text, None if budget is False else int(budget), env.counter.count_text
-            )
-            if previous_text
-            else None
-        )
-        prompt = build_observer_messages(
-            history=history,
-            previous=previous,
-            prior_hints={k: str(v) for k, v in record["hints"].items()},
-            instruction=cfg.observation.instruction,
-            thread_title=cfg.observation.thread_title,
-        )
-        prompt_tokens = env.counter.count_messages(prompt)
-        parsed = None
-        for attempt in range(2):
-            result = yield ModelCall(
-                role="observer",
-                messages=prompt,
-                input_tokens=prompt_tokens,
-                thread_id=inp.thread_id,
-                resource_id=inp.resource_id,
-            )
-            usage, provider_meta = _usage(result)
-            parsed = parse_observer_output(_text(result))
-            if not parsed.degenerate:
-                break
-            if attempt == 0:
-                _emit(
-                    env,
-                    inp,
-                    _failed(
-                        env,
-                        record,
-                        cycle_id,
-                        "observation",
-                        started,
-                        tokens_in,
-                        "degenerate repetition in Observer output; retrying",
-                        trigger,
-                        retrying=True,
-                    ),
-                )
-        assert parsed is not None
-        if parsed.degenerate:
-            raise ObserverOutputError(
-                "The Observer produced degenerate (repeating) output twice; nothing was observed.",
-                raw=parsed.raw,
-            )
-        text = parsed.observations.strip()
-        group = make_group(
-            text=text,
-            tokens=env.counter.count_text(text) if text else 0,
-            message_ids=[m.id or "" for m in batch],
-            observed_at=iso(now),
-            group_id=stable_id(
-                record["record_id"], "obs", record["observed_message_count"], batch[0].id
-            ),
-        )
-        new = append_observations(
-            record,
-            group=group,
-            observed_ids=[m.id or "" for m in batch],
-            observed_tokens=tokens_in,
-            hints={
-                "current_task": parsed.current_task,
-                "suggested_response": parsed.suggested_response,
-                "thread_title": parsed.thread_title,
-            },
-            extracted=parsed.extracted,
-            thread_title=cfg.observation.thread_title,
-            now=iso(now),
-        )
-        # Archive first: the messages leave the window only after they are stored.
-        ops = archive_ops(
-            batch,
-            thread_id=record["thread_id"],
-            resource_id=record["resource_id"],
-            first_seq=record["observed_message_count"],
-        )
-        ops.append(thread_registry_op(new))
-        yield StoreBatch(ops)
-    except Exception as exc:
-        _emit(
-            env,
-            inp,
-            _failed(
-                env,
-                record,
-                cycle_id,
-                "observation",
-                started,
-                tokens_in,
-                f"{type(exc).__name__}: {exc}",
-                trigger,
-            ),
-        )
-        yield from _hook(
-            env,
-            "on_observation_end",
-            _hook_payload(
-                inp,
-                trigger,
-                cycle_id=cycle_id,
-                error=exc,
-                usage=usage,
-                provider_metadata=provider_meta,
-            ),
-        )
-        raise CycleFailedError(
-            f"Observation failed for thread {record['thread_id']!r}: {exc}. Nothing was removed "
-            "from context. Set observation.failure_policy='continue' to go on without observing.",
-            operation="observation",
-            thread_id=record["thread_id"],
-        ) from exc
-    _emit(
-        env,
-        inp,
-        ObservationEndEvent(
-            cycle_id=cycle_id,
-            operation_type="observation",
-            completed_at=iso(env.now()),
-            duration_ms=int((time.monotonic() - started) * 1000),
-            tokens_observed=tokens_in,
-            observation_tokens=group["tokens"],
-            observations=text,
-            current_task=parsed.current_task,
-            suggested_response=parsed.suggested_response,
-            extracted_values=dict(parsed.extracted),
-            record_id=record["record_id"],
-            thread_id=record["thread_id"],
-            trigger=trigger,
-        ),
-    )
-    if new.get("title") and new.get("title") != record.get("title"):
-        _emit(
-            env,
-            inp,
-            ThreadUpdateEvent(
-                cycle_id=cycle_id,
-                thread_id=record["thread_id"],
-                old_title=record.get("title"),
-                new_title=str(new["title"]),
-                timestamp=iso(env.now()),
-            ),
-        )
-    yield from _hook(
-        env,
-        "on_observation_end",
-        _hook_payload(
-            inp,
-            trigger,
-            cycle_id=cycle_id,
-            error=None,
-            usage=usage,
-            provider_metadata=provider_meta,
-            observations=text,
-        ),
-    )
-    return new
-
-
-def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecord]:
-    """Condense the whole log into a new generation (compression ladder).
-
-    Raises:
-        CycleFailedError: no usable reflection; ``record`` is unchanged.
-    """
-    cfg = env.config
-    trigger = inp.trigger
-    groups = record["groups"]
-    if not groups:
-        return record
-    cycle_id = new_id()
-    started = time.monotonic()
-    now = env.now()
-    threshold = cfg.reflection.observation_tokens
-    input_tokens = record["observation_tokens"]
-    _emit(
-        env,
-        inp,
-        ObservationStartEvent(
-            cycle_id=cycle_id,
-            operation_type="reflection",
-            started_at=iso(now),
-            tokens_to_observe=input_tokens,
-            record_id=record["record_id"],
-            thread_id=record["thread_id"],
-            trigger=trigger,
-            config=_config_snapshot(cfg),
-        ),
-    )
-    yield from _hook(env, "on_reflection_start", _hook_payload(inp, trigger, cycle_id=cycle_id))
-    usage: dict[str, Any] | None = None
-    provider_meta: dict[str, Any] | None = None
-    covered = [g["id"] for g in groups]
-    text_in = log_text(groups)
-    try:
-        ladder = ReflectionLadder(
-            start_level=compression_start_level(env.model_id("reflector", input_tokens)),
-            target_tokens=threshold,
-            input_tokens=input_tokens,
-        )
-        while (level := ladder.next_level()) is not None:
-            prompt = build_reflector_messages(
-                observations=text_in,
-                level=level,
-                instruction=cfg.reflection.instruction,
-                target_tokens=threshold,
-            )
-            result = yield ModelCall(
-                role="reflector",
-                messages=prompt,
-                input_tokens=env.counter.count_messages(prompt),
-                thread_id=inp.thread_id,
-                resource_id=inp.resource_id,
-            )
-            usage, provider_meta = _usage(result)
-            parsed = parse_observer_output(_text(result))
-            out = parsed.observations.strip()
-            verdict = ladder.record(level, parsed, env.counter.count_text(out) if out else 0)
-            if verdict != "fits" and ladder.next_level() is not None:
-                _emit(
-                    env,
-                    inp,
-                    _failed(
-                        env,
-                        record,
-                        cycle_id,
-                        "reflection",
-                        started,
-                        input_tokens,
-                        f"reflection attempt {verdict}; retrying",
-                        trigger,
-                        retrying=True,
-                    ),
-                )
-        best = ladder.result()
-        new = apply_reflection(
-            record,
-            text=best.text,
-            tokens=best.tokens,
-            covered_group_ids=covered,
+def idle_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
+    """At turn end (``buffer_on_idle``): buffer whatever is not covered yet."""
+    record = inp.record
+    out = TurnOutcome(
+        record=record
+        if record is not None
+        else new_record(
+            thread_id=inp.thread_id,
+            resource_id=inp.resource_id,
+            scope=env.config.scope,
+            timezone=env.timezone,
             now=iso(env.now()),
-            new_group_id=stable_id(record["record_id"], "ref", record["generation"] + 1, *covered),
-            suggested_response=best.output.suggested_response if best.output else None,
-        )
-        new["reflection_suppressed_at_tokens"] = churn_guard_after(
-            best.tokens, threshold, new["observation_tokens"]
-        )
-    except Exception as exc:
-        _emit(
-            env,
-            inp,
-            _failed(
-                env,
-                record,
-                cycle_id,
-                "reflection",
-                started,
-                input_tokens,
-                f"{type(exc).__name__}: {exc}",
-                trigger,
-            ),
-        )
-        yield from _hook(
-            env,
-            "on_reflection_end",
-            _hook_payload(
-                inp,
-                trigger,
-                cycle_id=cycle_id,
-                error=exc,
-                usage=usage,
-                provider_metadata=provider_meta,
-            ),
-        )
-        raise CycleFailedError(
-            f"Reflection failed for thread {record['thread_id']!r}: {exc}. The observation log "
-            "is unchanged.",
-            operation="reflection",
-            thread_id=record["thread_id"],
-        ) from exc
-    _emit(
-        env,
-        inp,
-        ObservationEndEvent(
-            cycle_id=cycle_id,
-            operation_type="reflection",
-            completed_at=iso(env.now()),
-            duration_ms=int((time.monotonic() - started) * 1000),
-            tokens_observed=input_tokens,
-            observation_tokens=new["observation_tokens"],
-            observations=best.text,
-            suggested_response=best.output.suggested_response if best.output else None,
-            record_id=record["record_id"],
-            thread_id=record["thread_id"],
-            trigger=trigger,
         ),
+        window=list(inp.window),
     )
-    yield from _hook(
-        env,
-        "on_reflection_end",
-        _hook_payload(
-            inp,
-            trigger,
-            cycle_id=cycle_id,
-            error=None,
-            usage=usage,
-            provider_metadata=provider_meta,
-            observations=best.text,
-            generation=new["generation"],
-        ),
-    )
-    return new
-
-
-def _failed(
-    env: TurnEnv,
-    record: OMRecord,
-    cycle_id: str,
-    operation: Literal["observation", "reflection"],
-    started: float,
-    tokens: int,
-    error: str,
-    trigger: Trigger,
-    *,
-    retrying: bool = False,
-) -> ObservationFailedEvent:
-    return ObservationFailedEvent(
-        cycle_id=cycle_id,
-        operation_type=operation,
-        failed_at=iso(env.now()),
-        duration_ms=int((time.monotonic() - started) * 1000),
-        tokens_attempted=tokens,
-        error=error,
-        retrying=retrying,
-        record_id=record["record_id"],
-        thread_id=record["thread_id"],
-        trigger=trigger,
-    )
-
-
-def _config_snapshot(cfg: ObservationalMemoryConfig) -> dict[str, Any]:
-    return {
-        "message_tokens": cfg.observation.message_tokens,
-        "observation_tokens": cfg.reflection.observation_tokens,
-        "scope": cfg.scope,
-    }
+    if not env.config.buffering_enabled or env.running(obs_key(inp.thread_id)):
+        return out
+    chain, _ = yield from _load_buffered(out.record, out.window)
+    covered = sum(len(c["message_ids"]) for c in chain)
+    candidates = buffer_candidates(out.window[covered:], idle=True)
+    if candidates:
+        texts = [str(c["text"]) for c in chain]
+        plan = buffer_plan(env, replace(inp, emit=None), out.record, candidates, texts)
+        out.jobs.append(BackgroundJob(obs_key(inp.thread_id), plan))
+    return out

@@ -9,11 +9,13 @@ the store so the engine works with no graph at all.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool
@@ -27,8 +29,24 @@ from langchain_om._core.reflector import should_reflect
 from langchain_om._core.render import MemoryContext, render_memory
 from langchain_om._core.tokens import TokenCounter, get_default_counter
 from langchain_om._core.types import OMRecord
-from langchain_om._effects import Executor, ModelCall, Plan, StoreBatch, run_async, run_sync
-from langchain_om._turn import TurnEnv, TurnInput, TurnOutcome, iso, message_threshold, turn_plan
+from langchain_om._cycles import (
+    BackgroundJob,
+    TurnEnv,
+    TurnInput,
+    TurnOutcome,
+    iso,
+    message_threshold,
+)
+from langchain_om._effects import (
+    Background,
+    Executor,
+    ModelCall,
+    Plan,
+    StoreBatch,
+    run_async,
+    run_sync,
+)
+from langchain_om._turn import idle_plan, turn_plan
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import OMUsageError
 from langchain_om.events import OMEvent, StatusEvent
@@ -79,6 +97,9 @@ class ObservationalMemory:
         timezone: IANA zone used to render dates for the Observer in new records.
         retry_policy: backoff for transient model errors.
         sleep: the blocking sleep used between retries (tests pass a no-op).
+        background: ``"auto"`` runs background buffering on worker threads (sync callers) or
+            as tasks (async callers); ``"manual"`` queues it for deterministic tests, to be run
+            with ``memory.run_background()``.
 
     Example:
         >>> from langchain_om import ObservationalMemory
@@ -101,6 +122,7 @@ class ObservationalMemory:
         timezone: str = "UTC",
         retry_policy: RetryPolicy | None = None,
         sleep: Callable[[float], None] | None = None,
+        background: Literal["auto", "manual"] = "auto",
         **kwargs: Any,
     ) -> None:
         self.config = ObservationalMemoryConfig.coerce(options, **kwargs)
@@ -115,8 +137,13 @@ class ObservationalMemory:
         self._clock = clock or (lambda: datetime.now(UTC))
         self._sleep = sleep
         self._closers: list[Callable[[], None]] = []
+        self._background = Background(manual=background == "manual")
+        self._locks = _ThreadLocks()
         self._executor = Executor(
-            store=self.store, call_model=self._call_model, acall_model=self._acall_model
+            store=self.store,
+            call_model=self._call_model,
+            acall_model=self._acall_model,
+            background=self._background,
         )
         self._env = TurnEnv(
             config=self.config,
@@ -124,6 +151,7 @@ class ObservationalMemory:
             now=self._clock,
             emit=self._emit,
             model_id=self._model_id,
+            running=self._background.running,
             timezone=timezone,
         )
 
@@ -148,7 +176,12 @@ class ObservationalMemory:
         return memory
 
     def close(self) -> None:
-        """Close storage opened by :meth:`from_sqlite` (safe to call twice)."""
+        """Finish background work and close storage opened by :meth:`from_sqlite`.
+
+        Safe to call twice.
+        """
+        self.wait_for_background()
+        self._background.shutdown()
         while self._closers:
             self._closers.pop()()
 
@@ -261,6 +294,7 @@ class ObservationalMemory:
         emit: Callable[[OMEvent], None] | None = None,
         observe: bool = True,
         reflect: bool = True,
+        actor_model: str | None = None,
     ) -> TurnOutcome:
         """Run one turn step on ``window`` (the unobserved messages) and ``record``.
 
@@ -278,8 +312,9 @@ class ObservationalMemory:
             emit=emit,
             allow_observe=observe,
             allow_reflect=reflect,
+            actor_model=actor_model,
         )
-        return run_sync(turn_plan(self._env, inp), self._executor)
+        return self._finish(run_sync(turn_plan(self._env, inp), self._executor), False)
 
     async def astep(
         self,
@@ -292,6 +327,7 @@ class ObservationalMemory:
         emit: Callable[[OMEvent], None] | None = None,
         observe: bool = True,
         reflect: bool = True,
+        actor_model: str | None = None,
     ) -> TurnOutcome:
         """Async twin of :meth:`step`."""
         inp = self._turn_input(
@@ -303,8 +339,76 @@ class ObservationalMemory:
             emit=emit,
             allow_observe=observe,
             allow_reflect=reflect,
+            actor_model=actor_model,
         )
-        return await run_async(turn_plan(self._env, inp), self._executor)
+        return self._finish(await run_async(turn_plan(self._env, inp), self._executor), True)
+
+    def end_turn(
+        self,
+        *,
+        thread_id: str | None,
+        window: Sequence[BaseMessage],
+        record: OMRecord | dict[str, Any] | None = None,
+        resource_id: str | None = None,
+    ) -> None:
+        """The agent's turn ended: with ``observation.buffer_on_idle``, buffer the rest now."""
+        if not self.config.observation.buffer_on_idle:
+            return
+        inp = self._turn_input(
+            thread_id=thread_id, resource_id=resource_id, record=record, window=window, idle=True
+        )
+        self._finish(run_sync(idle_plan(self._env, inp), self._executor), False)
+
+    async def aend_turn(
+        self,
+        *,
+        thread_id: str | None,
+        window: Sequence[BaseMessage],
+        record: OMRecord | dict[str, Any] | None = None,
+        resource_id: str | None = None,
+    ) -> None:
+        """Async twin of :meth:`end_turn`."""
+        if not self.config.observation.buffer_on_idle:
+            return
+        inp = self._turn_input(
+            thread_id=thread_id, resource_id=resource_id, record=record, window=window, idle=True
+        )
+        self._finish(await run_async(idle_plan(self._env, inp), self._executor), True)
+
+    # -- background work ------------------------------------------------------------------
+
+    def _finish(self, outcome: TurnOutcome, use_async: bool) -> TurnOutcome:
+        """Start the background jobs a step asked for (after its state is final)."""
+        for job in outcome.jobs:
+            if use_async:
+                self._background.start_task(job.key, job.plan, self._executor)
+            else:
+                self._background.start_thread(job.key, job.plan, self._executor)
+        outcome.jobs = []
+        return outcome
+
+    def run_background(self) -> None:
+        """Manual background mode: run the queued background jobs now, on this thread."""
+        self._background.run_pending()
+
+    def background_running(self, thread_id: str | None = None) -> bool:
+        """True while background buffering or reflection is in flight (for ``thread_id``)."""
+        keys = self._background.keys()
+        return any(k.endswith(f":{thread_id}") for k in keys) if thread_id else bool(keys)
+
+    def wait_for_background(self, timeout: float | None = None) -> None:
+        """Block until in-flight background work started from sync code has finished.
+
+        For tests, scripts, notebooks and shutdown. Work started from async code runs on its
+        event loop: use :meth:`await_background` there.
+        """
+        for key in self._background.keys():
+            self._background.wait(key, timeout)
+
+    async def await_background(self, timeout: float | None = None) -> None:
+        """Wait for all in-flight background work (sync- or async-started)."""
+        for key in self._background.keys():
+            await self._background.await_key(key, timeout)
 
     @property
     def tools(self) -> list[BaseTool]:
@@ -363,7 +467,7 @@ class ObservationalMemory:
         force_reflect: bool = False,
         trigger: str = "manual",
         run: bool = True,
-    ) -> Plan[ThreadSnapshot]:
+    ) -> Plan[tuple[ThreadSnapshot, list[BackgroundJob]]]:
         (item,) = yield StoreBatch([state_get_op(thread_id)])
         record_data, window = unpack_state(item)
         record = coerce_record(record_data)
@@ -395,12 +499,37 @@ class ObservationalMemory:
                     yield StoreBatch([state_put_op(thread_id, record, window)])
                 raise
             record, window = outcome.record, outcome.window
-            status = outcome.status
+            status, jobs = outcome.status, outcome.jobs
+            if self.config.observation.buffer_on_idle and trigger == "turn-sync":
+                idle = yield from idle_plan(self._env, replace(inp, record=record, window=window))
+                jobs = jobs + [j for j in idle.jobs if j.key not in {k.key for k in jobs}]
         else:
-            status = None
+            status, jobs = None, []
         if run or messages:
             yield StoreBatch([state_put_op(thread_id, record, window)])
-        return self._snapshot(thread_id, record, window, status)
+        return self._snapshot(thread_id, record, window, status), jobs
+
+    def _run_standalone(
+        self, thread_id: str, plan: Plan[tuple[ThreadSnapshot, list[BackgroundJob]]]
+    ) -> ThreadSnapshot:
+        with self._locks.get(thread_id):
+            snapshot, jobs = run_sync(plan, self._executor)
+        for job in jobs:
+            self._background.start_thread(job.key, job.plan, self._executor)
+        return snapshot
+
+    async def _arun_standalone(
+        self, thread_id: str, plan: Plan[tuple[ThreadSnapshot, list[BackgroundJob]]]
+    ) -> ThreadSnapshot:
+        lock = self._locks.get(thread_id)
+        await asyncio.to_thread(lock.acquire)
+        try:
+            snapshot, jobs = await run_async(plan, self._executor)
+        finally:
+            lock.release()
+        for job in jobs:
+            self._background.start_task(job.key, job.plan, self._executor)
+        return snapshot
 
     def _snapshot(
         self,
@@ -409,7 +538,7 @@ class ObservationalMemory:
         window: list[BaseMessage],
         status: StatusEvent | None,
     ) -> ThreadSnapshot:
-        from langchain_om._turn import status_event
+        from langchain_om._cycles import status_event
 
         if status is None:
             status = status_event(self._env, record, self.counter.count_messages(window), 0)
@@ -426,14 +555,14 @@ class ObservationalMemory:
     ) -> ThreadSnapshot:
         """Append ``messages`` to the thread and run a threshold-driven step (like an agent)."""
         plan = self._standalone_plan(thread_id, resource_id, messages, trigger="turn-sync")
-        return run_sync(plan, self._executor)
+        return self._run_standalone(thread_id, plan)
 
     async def aadd_messages(
         self, thread_id: str, messages: Sequence[BaseMessage], *, resource_id: str | None = None
     ) -> ThreadSnapshot:
         """Async twin of :meth:`add_messages`."""
         plan = self._standalone_plan(thread_id, resource_id, messages, trigger="turn-sync")
-        return await run_async(plan, self._executor)
+        return await self._arun_standalone(thread_id, plan)
 
     def observe(
         self,
@@ -449,7 +578,7 @@ class ObservationalMemory:
         the Observer fails; nothing is removed then.
         """
         plan = self._standalone_plan(thread_id, resource_id, messages, force_observe=True)
-        return run_sync(plan, self._executor)
+        return self._run_standalone(thread_id, plan)
 
     async def aobserve(
         self,
@@ -460,26 +589,28 @@ class ObservationalMemory:
     ) -> ThreadSnapshot:
         """Async twin of :meth:`observe`."""
         plan = self._standalone_plan(thread_id, resource_id, messages, force_observe=True)
-        return await run_async(plan, self._executor)
+        return await self._arun_standalone(thread_id, plan)
 
     def reflect(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
         """Reflect now: condense the thread's observation log into a new generation."""
         plan = self._standalone_plan(thread_id, resource_id, None, force_reflect=True)
-        return run_sync(plan, self._executor)
+        return self._run_standalone(thread_id, plan)
 
     async def areflect(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
         """Async twin of :meth:`reflect`."""
         plan = self._standalone_plan(thread_id, resource_id, None, force_reflect=True)
-        return await run_async(plan, self._executor)
+        return await self._arun_standalone(thread_id, plan)
 
     def status(self, *, thread_id: str) -> ThreadSnapshot:
         """Windows, thresholds, generation and buffered state of a thread (no model call)."""
-        return run_sync(self._standalone_plan(thread_id, None, None, run=False), self._executor)
+        return self._run_standalone(
+            thread_id, self._standalone_plan(thread_id, None, None, run=False)
+        )
 
     async def astatus(self, *, thread_id: str) -> ThreadSnapshot:
         """Async twin of :meth:`status`."""
         plan = self._standalone_plan(thread_id, None, None, run=False)
-        return await run_async(plan, self._executor)
+        return await self._arun_standalone(thread_id, plan)
 
     def get_context(self, *, thread_id: str) -> list[BaseMessage]:
         """What the agent's model would see: the memory system message, then the window."""
@@ -490,6 +621,18 @@ class ObservationalMemory:
         """Async twin of :meth:`get_context`."""
         snap = await self.astatus(thread_id=thread_id)
         return _context_messages(snap)
+
+
+class _ThreadLocks:
+    """One lock per thread id: standalone steps on a thread run one at a time."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    def get(self, thread_id: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(thread_id, threading.Lock())
 
 
 def _context_messages(snap: ThreadSnapshot) -> list[BaseMessage]:

@@ -40,6 +40,7 @@ from langgraph.graph import StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
 from langchain_om._core.record import coerce_record
+from langchain_om._cycles import TurnOutcome, stamp_messages
 from langchain_om._state import (
     MEMORY_MESSAGE_ID,
     OM_STATE_KEY,
@@ -48,7 +49,6 @@ from langchain_om._state import (
     split_messages,
     step_number,
 )
-from langchain_om._turn import TurnOutcome, stamp_messages
 from langchain_om.engine import ObservationalMemory
 from langchain_om.errors import OMUsageError
 from langchain_om.events import OMEvent

@@ -19,14 +19,20 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
-from langchain.agents.middleware.types import ModelResponse, PrivateStateAttr
+from langchain.agents.middleware.types import (
+    ExtendedModelResponse,
+    ModelResponse,
+    PrivateStateAttr,
+)
 from langchain_core.messages import SystemMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from langchain_om._state import OM_STATE_KEY, run_ids, split_messages, state_update, step_number
 from langchain_om.engine import ObservationalMemory
 from langchain_om.events import OMEvent
+from langchain_om.models import model_id
 
 __all__ = ["ObservationalMemoryMiddleware", "ObservationalMemoryState"]
 
@@ -103,8 +109,10 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         present = {m.id for m in state["messages"] if m.id}
         return state_update(outcome, present)
 
-    def _with_memory(self, request: ModelRequest) -> ModelRequest:
-        context = self.memory.render(request.state.get(OM_STATE_KEY))  # type: ignore[arg-type]
+    def _with_memory(self, request: ModelRequest, record: Any = None) -> ModelRequest:
+        if record is None:
+            record = request.state.get(OM_STATE_KEY)
+        context = self.memory.render(record)
         if not context.blocks:
             return request
         blocks: list[Any] = []
@@ -116,16 +124,94 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         blocks.extend({"type": "text", "text": b} for b in context.blocks)
         return request.override(system_message=SystemMessage(content=blocks))
 
+    def _actor_change(self, request: ModelRequest) -> tuple[ModelRequest, dict[str, Any] | None]:
+        """Note the actor model; on a provider change, activate buffered work first.
+
+        Returns the request to send and a state update (``None`` when nothing changed).
+        """
+        actor = model_id(request.model)
+        state = dict(request.state)
+        record = state.get(OM_STATE_KEY)
+        if not isinstance(record, dict) or record.get("last_actor_model") == actor:
+            return request, None
+        cfg = self.memory.config
+        changed = record.get("last_actor_model") is not None
+        if changed and (
+            cfg.observation_activate_on_provider_change
+            or cfg.reflection_activate_on_provider_change
+        ):
+            args = self._step_args(state, request.runtime)
+            args["emit"] = None
+            return request, {"__step__": args, "__actor__": actor}
+        updated = {**record, "last_actor_model": actor}
+        return request, {OM_STATE_KEY: updated}
+
+    def _respond(
+        self, request: ModelRequest, update: dict[str, Any] | None, outcome: Any
+    ) -> tuple[ModelRequest, Command[Any] | None]:
+        if update is None:
+            return self._with_memory(request), None
+        if outcome is None:
+            return self._with_memory(request), Command(update=update)
+        present = {m.id for m in request.state["messages"] if m.id}
+        new_update = state_update(outcome, present)
+        window = [m for m in request.messages if m.id not in set(outcome.removed_ids)]
+        new_request = request.override(messages=window)
+        return self._with_memory(new_request, new_update[OM_STATE_KEY]), Command(update=new_update)
+
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse:
-        """Give the model the memory context."""
-        return handler(self._with_memory(request))
+    ) -> ModelResponse | ExtendedModelResponse[Any]:
+        """Give the model the memory context (activating first on a provider change)."""
+        request, update = self._actor_change(request)
+        outcome = None
+        if update is not None and "__step__" in update:
+            outcome = self.memory.step(**update["__step__"], actor_model=update["__actor__"])
+        request, command = self._respond(request, update, outcome)
+        response = handler(request)
+        if command is None:
+            return response
+        return ExtendedModelResponse(model_response=response, command=command)
 
     async def awrap_model_call(
         self,
         request: ModelRequest,
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> ModelResponse:
+    ) -> ModelResponse | ExtendedModelResponse[Any]:
         """Async twin of :meth:`wrap_model_call`."""
-        return await handler(self._with_memory(request))
+        request, update = self._actor_change(request)
+        outcome = None
+        if update is not None and "__step__" in update:
+            step = update["__step__"]
+            outcome = await self.memory.astep(**step, actor_model=update["__actor__"])
+        request, command = self._respond(request, update, outcome)
+        response = await handler(request)
+        if command is None:
+            return response
+        return ExtendedModelResponse(model_response=response, command=command)
+
+    def after_agent(
+        self, state: ObservationalMemoryState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """At turn end, buffer what is left (``observation.buffer_on_idle``)."""
+        args = self._step_args(dict(state), runtime)
+        self.memory.end_turn(
+            thread_id=args["thread_id"],
+            resource_id=args["resource_id"],
+            record=args["record"],
+            window=args["window"],
+        )
+        return None
+
+    async def aafter_agent(
+        self, state: ObservationalMemoryState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Async twin of :meth:`after_agent`."""
+        args = self._step_args(dict(state), runtime)
+        await self.memory.aend_turn(
+            thread_id=args["thread_id"],
+            resource_id=args["resource_id"],
+            record=args["record"],
+            window=args["window"],
+        )
+        return None

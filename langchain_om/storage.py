@@ -8,6 +8,9 @@ Namespaces (all under ``"langchain_om"``):
 * ``("langchain_om", "threads", <resource_id or "_">)`` — thread registry (title, counts, times).
 * ``("langchain_om", "state", <thread_id>)`` key ``"current"`` — record and message window for
   the front doors that have no graph state (standalone engine, chat-history adapter).
+* ``("langchain_om", "buffer", <thread_id>)`` — observation chunks computed in the background,
+  key = the id of the chunk's first message; persisted before they are announced.
+* ``("langchain_om", "reflection", <thread_id>)`` key ``"current"`` — a background reflection.
 
 Functions here build ``GetOp``/``PutOp`` lists; the engine's sync and async drivers execute them
 with ``store.batch`` / ``store.abatch``.
@@ -47,6 +50,16 @@ def threads_ns(resource_id: str | None) -> tuple[str, ...]:
 def state_ns(thread_id: str) -> tuple[str, ...]:
     """Namespace of a thread's standalone state (record and window)."""
     return (ROOT, "state", thread_id)
+
+
+def buffer_ns(thread_id: str) -> tuple[str, ...]:
+    """Namespace of a thread's buffered observation chunks (key: first message id)."""
+    return (ROOT, "buffer", thread_id)
+
+
+def reflection_ns(thread_id: str) -> tuple[str, ...]:
+    """Namespace of a thread's buffered reflection (key ``"current"``)."""
+    return (ROOT, "reflection", thread_id)
 
 
 def seq_key(seq: int) -> str:
