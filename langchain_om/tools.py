@@ -87,6 +87,8 @@ SEARCH_TEXT_CHARS = 2000
 """Text of a message or group that goes into the vector index."""
 ENVELOPE_MARGIN = 32
 """Tokens kept free for the result's own fields."""
+INDEX_MARKER = "langchain_om:indexed"
+"""Key in a thread's id index saying every archived message of the thread is indexed."""
 
 TOOL_DESCRIPTION = """\
 Read the original messages behind your memory (your observations only summarise them).
@@ -119,18 +121,22 @@ def index_ops(messages: Sequence[BaseMessage], thread_id: str, first_seq: int) -
     """Put ops that let recall find an archived message by id in one lookup.
 
     Write them in the same batch as :func:`langchain_om.storage.archive_ops` with the same
-    ``thread_id`` and ``first_seq``. Messages without an id are skipped.
+    ``thread_id`` and ``first_seq``. Messages without an id are skipped. A thread indexed from
+    its first archived message gets a marker, so an unknown id is answered without a scan.
 
     Args:
         messages: the messages being archived, in order.
         thread_id: their thread.
         first_seq: the sequence number of ``messages[0]`` in the archive.
     """
-    return [
+    ops = [
         PutOp(msgindex_ns(thread_id), str(m.id), {"seq": first_seq + offset}, index=False)
         for offset, m in enumerate(messages)
-        if m.id
+        if m.id and m.id != INDEX_MARKER
     ]
+    if first_seq == 0:
+        ops.append(PutOp(msgindex_ns(thread_id), INDEX_MARKER, {"complete": True}, index=False))
+    return ops
 
 
 def search_index_ops(
@@ -429,11 +435,12 @@ def _find_in_thread(
     for offset, message in enumerate(thread.window):
         if message.id == message_id:
             return thread.archived + offset
-    (item,) = yield StoreBatch([GetOp(msgindex_ns(thread.thread_id), message_id)])
+    ns = msgindex_ns(thread.thread_id)
+    item, marker = yield StoreBatch([GetOp(ns, message_id), GetOp(ns, INDEX_MARKER)])
     seq = item.value.get("seq") if item is not None else None
     if isinstance(seq, int) and 0 <= seq < thread.archived:
         return seq
-    if not scan:
+    if not scan or marker is not None:
         return None
     (found,) = yield StoreBatch(
         [SearchOp(archive_ns(thread.thread_id), filter={"id": message_id}, limit=1)]
@@ -455,13 +462,16 @@ def _locate(caller: _Caller, thread: _Thread, cursor: str, explicit: bool) -> Pl
     others = [t for t in (yield from _registry_threads(caller)) if t != thread.thread_id]
     if not others:
         return None
-    hits = yield StoreBatch([GetOp(msgindex_ns(t), cursor) for t in others])
-    candidates = [t for t, item in zip(others, hits, strict=True) if item is not None]
-    if not candidates:
+    hits = yield StoreBatch(
+        [GetOp(msgindex_ns(t), key) for t in others for key in (cursor, INDEX_MARKER)]
+    )
+    candidates = [t for t, item in zip(others, hits[::2], strict=True) if item is not None]
+    unindexed = [t for t, mark in zip(others, hits[1::2], strict=True) if mark is None]
+    if not candidates and unindexed:
         found = yield StoreBatch(
-            [SearchOp(archive_ns(t), filter={"id": cursor}, limit=1) for t in others]
+            [SearchOp(archive_ns(t), filter={"id": cursor}, limit=1) for t in unindexed]
         )
-        candidates = [t for t, items in zip(others, found, strict=True) if items]
+        candidates = [t for t, items in zip(unindexed, found, strict=True) if items]
     for thread_id in candidates:
         other = yield from _load_thread(caller, thread_id)
         seq = yield from _find_in_thread(caller, other, cursor)

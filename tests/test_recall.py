@@ -18,7 +18,7 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph.message import add_messages
-from langgraph.store.base import GetOp, Op, PutOp, Result, SearchOp
+from langgraph.store.base import Op, PutOp, Result, SearchOp
 from langgraph.store.memory import InMemoryStore
 
 from langchain_om import ObservationalMemory
@@ -454,6 +454,19 @@ def test_a_page_read_is_a_few_key_lookups_whatever_the_archive_size() -> None:
     assert costs[0][1] <= 16
 
 
+def test_an_unknown_cursor_in_indexed_threads_costs_no_scan() -> None:
+    store = CountingStore()
+    mem = make_memory(store)
+    archive(mem, "t1", "u1", chat(30))
+    archive(mem, "t2", "u1", chat(30, "n"))
+    store.batches.clear()
+    assert "not found" in call(create_recall_tool(mem), cursor="invented-id")["error"]
+    ops = [op for batch in store.batches for op in batch]
+    assert [op.namespace_prefix for op in ops if isinstance(op, SearchOp)] == [
+        ("langchain_om", "threads", "u1")
+    ]
+
+
 async def test_async_path_gives_the_same_result(memory: ObservationalMemory) -> None:
     tool = create_recall_tool(memory)
     config: RunnableConfig = {"configurable": {"thread_id": "t1", "resource_id": "u1"}}
@@ -815,8 +828,8 @@ def test_index_ops_map_ids_to_sequence_numbers() -> None:
         (("langchain_om", "msgindex", "t"), "x", {"seq": 7}),
         (("langchain_om", "msgindex", "t"), "z", {"seq": 9}),
     ]
-    assert all(isinstance(op, PutOp) for op in ops)
-    assert GetOp(("langchain_om", "msgindex", "t"), "x") is not None
+    first = index_ops([HumanMessage("a", id="x")], "t", 0)
+    assert [op.key for op in first] == ["x", "langchain_om:indexed"]
 
 
 def test_the_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
