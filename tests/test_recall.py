@@ -546,6 +546,46 @@ def test_window_messages_follow_the_archive_from_injected_state(
     assert ask({"anchor": "end", "limit": 2}) == ["w1", "w2"]
 
 
+def test_recall_inside_a_create_agent_run() -> None:
+    from langchain.agents import create_agent
+
+    from langchain_om import ObservationalMemoryMiddleware
+
+    memory = ObservationalMemory(
+        model=FunctionChatModel(function=lambda messages, info: OBSERVER_REPLY),
+        retrieval=True,
+        observation={"message_tokens": 120, "buffer_tokens": False},
+    )
+    recall = create_recall_tool(memory)
+
+    def actor(messages: list[BaseMessage], info: Any) -> str | AIMessage:
+        if isinstance(messages[-1], ToolMessage):
+            return "done"
+        if "recall" in messages[-1].text:
+            args = {"anchor": "start", "limit": 50}
+            return AIMessage("", tool_calls=[{"name": "recall", "args": args, "id": "rc"}])
+        return f"ok {info.index}"
+
+    agent = create_agent(
+        FunctionChatModel(function=actor),
+        [recall],
+        middleware=[ObservationalMemoryMiddleware(memory)],
+        checkpointer=memory.checkpointer,
+        store=memory.store,
+    )
+    config: RunnableConfig = {"configurable": {"thread_id": "t1", "resource_id": "u1"}}
+    for i in range(6):
+        text = f"message {i}: the code is {1000 + i}, with some filler words to add tokens"
+        agent.invoke({"messages": [HumanMessage(text, id=f"h{i}")]}, config)
+    archived = agent.get_state(config).values["om_record"]["observed_message_count"]
+    assert archived > 0
+    out = agent.invoke({"messages": [HumanMessage("please recall", id="hq")]}, config)
+    result = [m for m in out["messages"] if isinstance(m, ToolMessage)][-1].artifact
+    humans = [m["id"] for m in result["messages"] if m["role"] == "human"]
+    assert humans == [*(f"h{i}" for i in range(6)), "hq"]  # archive, then the live window
+    assert result["total_messages"] == len(result["messages"]) > archived
+
+
 def test_standalone_engine_archive_and_window() -> None:
     mem = make_memory()
     first = [HumanMessage("plant tomatoes in May", id="s0"), AIMessage("noted", id="s1")]
