@@ -528,8 +528,8 @@ def _parse_cursor(cursor: str | None) -> tuple[str | None, str | None, str | Non
         return cursor, None, None
     hint = (
         f"`{cursor}` is a range: cursor takes ONE message id. Showing from its start "
-        f"`{start}`; the range ends at `{end}` (cursor='{end}' with page=-1 reads back from "
-        "the end)."
+        f"`{start}`; the range ends at `{end}` (cursor='{end}' with page=-1 shows the "
+        "messages just before it)."
     )
     return start, end, hint
 
