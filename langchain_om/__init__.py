@@ -12,6 +12,7 @@ Public API:
     ObservationalChatMessageHistory: the ``BaseChatMessageHistory`` adapter.
     ObservationalMemoryConfig (+ ObservationConfig, ReflectionConfig, RetrievalConfig):
         the validated options.
+    create_recall_tool: the ``recall`` tool (page back to archived raw messages).
     ModelByInputTokens, ModelWithRetries: model selectors.
     TokenCounter: the offline token counter.
     langchain_om.testing: scripted chat models for offline tests.
@@ -47,6 +48,7 @@ from langchain_om.graph import add_observational_memory
 from langchain_om.history import ObservationalChatMessageHistory
 from langchain_om.middleware import ObservationalMemoryMiddleware
 from langchain_om.models import ModelByInputTokens, ModelWithRetries
+from langchain_om.tools import create_recall_tool
 
 __all__ = [
     "CycleFailedError",
@@ -74,4 +76,5 @@ __all__ = [
     "TokenCounter",
     "__version__",
     "add_observational_memory",
+    "create_recall_tool",
 ]

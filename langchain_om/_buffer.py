@@ -59,12 +59,7 @@ from langchain_om.events import (
     BufferingFailedEvent,
     BufferingStartEvent,
 )
-from langchain_om.storage import (
-    archive_ops,
-    buffer_ns,
-    reflection_ns,
-    thread_registry_op,
-)
+from langchain_om.storage import buffer_ns, observed_ops, reflected_ops, reflection_ns
 
 BUFFERED_MARKER = "--- BUFFERED (pending activation) ---"
 
@@ -242,13 +237,7 @@ def activation_plan(
             now=now,
         )
         cursor += size
-    ops: list[Any] = archive_ops(
-        batch,
-        thread_id=record["thread_id"],
-        resource_id=record["resource_id"],
-        first_seq=record["observed_message_count"],
-    )
-    ops.append(thread_registry_op(new))
+    ops: list[Any] = observed_ops(batch, before=record, after=new, vector=env.vector)
     ops.extend(
         PutOp(buffer_ns(record["thread_id"]), str(c["message_ids"][0]), None) for c in chunks
     )
@@ -400,7 +389,12 @@ def activate_reflection(
         suggested_response=None,
     )
     new["reflection_suppressed_at_tokens"] = None
-    yield StoreBatch([PutOp(reflection_ns(record["thread_id"]), "current", None)])
+    yield StoreBatch(
+        [
+            PutOp(reflection_ns(record["thread_id"]), "current", None),
+            *reflected_ops(record, new, vector=env.vector),
+        ]
+    )
     _emit(
         env,
         inp,

@@ -50,7 +50,7 @@ from langchain_om.events import (
     ThreadUpdateEvent,
     WindowUsage,
 )
-from langchain_om.storage import archive_ops, thread_registry_op
+from langchain_om.storage import observed_ops, reflected_ops
 
 Trigger = Literal["manual", "turn-sync", "async-buffer"]
 
@@ -67,6 +67,8 @@ class TurnEnv:
     """``(role, input_tokens) -> "provider/model"`` of the model a role would use."""
     running: Callable[[str], bool] = lambda key: False
     """Whether the background job ``key`` is in flight."""
+    vector: bool = False
+    """Write vector-search documents (``retrieval.vector``)."""
     timezone: str = "UTC"
 
 
@@ -345,14 +347,7 @@ def observe_plan(
             now=iso(now),
         )
         # Archive first: the messages leave the window only after they are stored.
-        ops = archive_ops(
-            batch,
-            thread_id=record["thread_id"],
-            resource_id=record["resource_id"],
-            first_seq=record["observed_message_count"],
-        )
-        ops.append(thread_registry_op(new))
-        yield StoreBatch(ops)
+        yield StoreBatch(observed_ops(batch, before=record, after=new, vector=env.vector))
     except Exception as exc:
         _emit(
             env,
@@ -521,6 +516,9 @@ def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecor
         new["reflection_suppressed_at_tokens"] = churn_guard_after(
             best.tokens, threshold, new["observation_tokens"]
         )
+        index = reflected_ops(record, new, vector=env.vector)
+        if index:
+            yield StoreBatch(index)
     except Exception as exc:
         _emit(
             env,

@@ -152,8 +152,10 @@ class ObservationalMemory:
             emit=self._emit,
             model_id=self._model_id,
             running=self._background.running,
+            vector=bool(self.config.retrieval and self.config.retrieval.vector),
             timezone=timezone,
         )
+        self._tools: list[BaseTool] | None = None
 
     # -- construction helpers -------------------------------------------------------------
 
@@ -413,7 +415,11 @@ class ObservationalMemory:
     @property
     def tools(self) -> list[BaseTool]:
         """Tools the agent gets from memory (the ``recall`` tool when retrieval is on)."""
-        return []
+        if self._tools is None:
+            from langchain_om.tools import create_recall_tool
+
+            self._tools = [create_recall_tool(self)] if self.config.retrieval_enabled else []
+        return list(self._tools)
 
     def new_record(self, *, thread_id: str, resource_id: str | None = None) -> OMRecord:
         """A fresh, empty record for a thread."""
@@ -444,11 +450,29 @@ class ObservationalMemory:
 
     def render(self, record: OMRecord | dict[str, Any] | None) -> MemoryContext:
         """The memory context (preamble, observation log, hints) for ``record``."""
-        rec = coerce_record(record)
-        if rec is None:
-            return MemoryContext(blocks=[])
         retrieval = self.config.retrieval_enabled
-        return render_memory(rec, now=self._clock(), retrieval=retrieval)
+        instructions = self._recall_instructions() if retrieval else None
+        rec = coerce_record(record)
+        context = (
+            render_memory(
+                rec, now=self._clock(), retrieval=retrieval, recall_instructions=instructions
+            )
+            if rec is not None
+            else MemoryContext(blocks=[])
+        )
+        if not context.blocks and instructions and self._recall_scope() == "resource":
+            # Resource-scope recall is useful from the first message: other threads exist.
+            return MemoryContext(blocks=[instructions])
+        return context
+
+    def _recall_scope(self) -> str:
+        retrieval = self.config.retrieval
+        return retrieval.scope if retrieval is not None else "thread"
+
+    def _recall_instructions(self) -> str:
+        from langchain_om.tools import recall_instructions
+
+        return recall_instructions(self.config)
 
     def threshold(self, record: OMRecord | dict[str, Any] | None) -> int:
         """Unobserved-message tokens at which ``record``'s thread is observed."""

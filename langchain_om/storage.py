@@ -11,6 +11,10 @@ Namespaces (all under ``"langchain_om"``):
 * ``("langchain_om", "buffer", <thread_id>)`` — observation chunks computed in the background,
   key = the id of the chunk's first message; persisted before they are announced.
 * ``("langchain_om", "reflection", <thread_id>)`` key ``"current"`` — a background reflection.
+* ``("langchain_om", "msgindex", <thread_id>)`` — message id → archive sequence number, so a
+  recall cursor resolves in one lookup (written with the archive).
+* ``("langchain_om", "search", <resource_id or "_">)`` — documents for the store's vector index
+  (archived messages and observation groups), written when ``retrieval.vector`` is on.
 
 Functions here build ``GetOp``/``PutOp`` lists; the engine's sync and async drivers execute them
 with ``store.batch`` / ``store.abatch``.
@@ -30,11 +34,15 @@ from langchain_core.messages import (
 )
 from langgraph.store.base import GetOp, Item, PutOp
 
-from langchain_om._core.types import OM_META_KEY, OMRecord
+from langchain_om._core.types import OM_META_KEY, ObservationGroup, OMRecord
 
 ROOT = "langchain_om"
 NO_RESOURCE = "_"
 SEQ_WIDTH = 12
+INDEX_MARKER = "langchain_om:indexed"
+"""Key written in a thread's message index once it is indexed from its first message."""
+SEARCH_TEXT_CHARS = 2000
+"""Text of a message or group that goes into the vector index."""
 
 
 def archive_ns(thread_id: str) -> tuple[str, ...]:
@@ -142,6 +150,7 @@ def archive_ops(
             "message": message_to_dict(message),
         }
         ops.append(PutOp(archive_ns(thread_id), seq_key(seq), value, index=False))
+    ops.extend(index_ops(messages, thread_id, first_seq))
     return ops
 
 
@@ -189,3 +198,145 @@ def unpack_state(item: Item | None) -> tuple[dict[str, Any] | None, list[BaseMes
 def archived_message(item: Item) -> BaseMessage:
     """The message stored in an archive item."""
     return load_messages([item.value["message"]])[0]
+
+
+def msgindex_ns(thread_id: str) -> tuple[str, ...]:
+    """Namespace of a thread's message-id → sequence-number index."""
+    return (ROOT, "msgindex", thread_id)
+
+
+def search_ns(resource_id: str | None) -> tuple[str, ...]:
+    """Namespace of a resource's vector-search documents."""
+    return (ROOT, "search", resource_id or NO_RESOURCE)
+
+
+def index_ops(messages: Sequence[BaseMessage], thread_id: str, first_seq: int) -> list[PutOp]:
+    """Put ops that let recall find an archived message by id in one lookup.
+
+    Write them in the same batch as :func:`langchain_om.storage.archive_ops` with the same
+    ``thread_id`` and ``first_seq``. Messages without an id are skipped. A thread indexed from
+    its first archived message gets a marker, so an unknown id is answered without a scan.
+
+    Args:
+        messages: the messages being archived, in order.
+        thread_id: their thread.
+        first_seq: the sequence number of ``messages[0]`` in the archive.
+    """
+    ops = [
+        PutOp(msgindex_ns(thread_id), str(m.id), {"seq": first_seq + offset}, index=False)
+        for offset, m in enumerate(messages)
+        if m.id and m.id != INDEX_MARKER
+    ]
+    if first_seq == 0:
+        ops.append(PutOp(msgindex_ns(thread_id), INDEX_MARKER, {"complete": True}, index=False))
+    return ops
+
+
+def search_index_ops(
+    *,
+    thread_id: str,
+    resource_id: str | None,
+    messages: Sequence[BaseMessage] = (),
+    first_seq: int = 0,
+    groups: Sequence[ObservationGroup] = (),
+) -> list[PutOp]:
+    """Put ops for the vector index: archived messages and observation groups.
+
+    The documents live in ``search_ns(resource_id)`` with their ``text`` field indexed, so a
+    store built with ``index={"embed": ..., "dims": ..., "fields": ["text"]}`` embeds them
+    (a store without an index keeps them unembedded). Write them when messages are archived
+    (same ``first_seq`` as ``archive_ops``) and when observation groups are added.
+
+    Args:
+        thread_id: the thread the messages and groups belong to.
+        resource_id: its resource (user), or ``None``.
+        messages: archived messages, in order (empty ones are skipped).
+        first_seq: the archive sequence number of ``messages[0]``.
+        groups: new observation groups (observations or reflections).
+    """
+    ns = search_ns(resource_id)
+    ops: list[PutOp] = []
+    for offset, message in enumerate(messages):
+        text = message_text(message).strip()
+        if not text:
+            continue
+        seq = first_seq + offset
+        value = {
+            "kind": "message",
+            "text": text[:SEARCH_TEXT_CHARS],
+            "thread_id": thread_id,
+            "resource_id": resource_id,
+            "message_id": message.id,
+            "seq": seq,
+            "role": message.type,
+            "ts": _message_ts(message),
+        }
+        ops.append(PutOp(ns, f"m:{thread_id}:{seq_key(seq)}", value, index=["text"]))
+    for group in groups:
+        text = group["text"].strip()
+        if not text:
+            continue
+        doc: dict[str, Any] = {
+            "kind": "observation",
+            "text": text[:SEARCH_TEXT_CHARS],
+            "thread_id": thread_id,
+            "resource_id": resource_id,
+            "group_id": group["id"],
+            "range": list(group["range"]) if group["range"] else None,
+            "ts": group["observed_at"],
+        }
+        ops.append(PutOp(ns, f"g:{thread_id}:{group['id']}", doc, index=["text"]))
+    return ops
+
+
+def _message_ts(message: BaseMessage) -> str | None:
+    meta = message.response_metadata.get(OM_META_KEY)
+    ts = meta.get("ts") if isinstance(meta, dict) else None
+    return str(ts) if ts else None
+
+
+# --------------------------------------------------------------------------------------------
+# Tool input
+# --------------------------------------------------------------------------------------------
+
+
+def observed_ops(
+    batch: Sequence[BaseMessage],
+    *,
+    before: OMRecord,
+    after: OMRecord,
+    vector: bool,
+) -> list[PutOp]:
+    """Everything written when ``batch`` is observed.
+
+    That is the archive, the message index, the thread registry and, with ``vector``, search
+    documents for the messages and for the groups ``after`` added.
+    """
+    first_seq = before["observed_message_count"]
+    ops = archive_ops(
+        batch, thread_id=before["thread_id"], resource_id=before["resource_id"], first_seq=first_seq
+    )
+    ops.append(thread_registry_op(after))
+    if vector:
+        known = {g["id"] for g in before["groups"]}
+        ops.extend(
+            search_index_ops(
+                thread_id=before["thread_id"],
+                resource_id=before["resource_id"],
+                messages=batch,
+                first_seq=first_seq,
+                groups=[g for g in after["groups"] if g["id"] not in known],
+            )
+        )
+    return ops
+
+
+def reflected_ops(before: OMRecord, after: OMRecord, *, vector: bool) -> list[PutOp]:
+    """Search documents for the reflection group a reflection added (with ``vector``)."""
+    if not vector:
+        return []
+    known = {g["id"] for g in before["groups"]}
+    new = [g for g in after["groups"] if g["id"] not in known]
+    return search_index_ops(
+        thread_id=before["thread_id"], resource_id=before["resource_id"], groups=new
+    )

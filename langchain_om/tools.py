@@ -25,7 +25,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool
 from langgraph.prebuilt import InjectedState
-from langgraph.store.base import GetOp, Item, PutOp, SearchItem, SearchOp
+from langgraph.store.base import GetOp, Item, SearchItem, SearchOp
 from pydantic import BaseModel, Field
 
 from langchain_om._core.recall import (
@@ -48,16 +48,17 @@ from langchain_om._core.recall import (
     sort_threads,
     thread_in_window,
 )
-from langchain_om._core.types import ObservationGroup
 from langchain_om._effects import Executor, ModelCall, Plan, StoreBatch, run_async, run_sync
 from langchain_om.config import ObservationalMemoryConfig, RetrievalConfig
 from langchain_om.errors import OMUsageError
 from langchain_om.storage import (
-    NO_RESOURCE,
-    ROOT,
+    INDEX_MARKER,
     archive_ns,
     archived_message,
-    message_text,
+    index_ops,
+    msgindex_ns,
+    search_index_ops,
+    search_ns,
     seq_key,
     state_ns,
     threads_ns,
@@ -83,11 +84,8 @@ MAX_SCAN = 2000
 """Most messages one filtered call looks at."""
 MAX_THREADS = 1000
 """Most threads listed or searched for a cursor."""
-SEARCH_TEXT_CHARS = 2000
-"""Text of a message or group that goes into the vector index."""
 ENVELOPE_MARGIN = 32
 """Tokens kept free for the result's own fields."""
-INDEX_MARKER = "langchain_om:indexed"
 """Key in a thread's id index saying every archived message of the thread is indexed."""
 
 TOOL_DESCRIPTION = """\
@@ -104,106 +102,6 @@ continue from `next_cursor`."""
 
 # --------------------------------------------------------------------------------------------
 # Namespaces and write-side operations
-# --------------------------------------------------------------------------------------------
-
-
-def msgindex_ns(thread_id: str) -> tuple[str, ...]:
-    """Namespace of a thread's message-id → sequence-number index."""
-    return (ROOT, "msgindex", thread_id)
-
-
-def search_ns(resource_id: str | None) -> tuple[str, ...]:
-    """Namespace of a resource's vector-search documents."""
-    return (ROOT, "search", resource_id or NO_RESOURCE)
-
-
-def index_ops(messages: Sequence[BaseMessage], thread_id: str, first_seq: int) -> list[PutOp]:
-    """Put ops that let recall find an archived message by id in one lookup.
-
-    Write them in the same batch as :func:`langchain_om.storage.archive_ops` with the same
-    ``thread_id`` and ``first_seq``. Messages without an id are skipped. A thread indexed from
-    its first archived message gets a marker, so an unknown id is answered without a scan.
-
-    Args:
-        messages: the messages being archived, in order.
-        thread_id: their thread.
-        first_seq: the sequence number of ``messages[0]`` in the archive.
-    """
-    ops = [
-        PutOp(msgindex_ns(thread_id), str(m.id), {"seq": first_seq + offset}, index=False)
-        for offset, m in enumerate(messages)
-        if m.id and m.id != INDEX_MARKER
-    ]
-    if first_seq == 0:
-        ops.append(PutOp(msgindex_ns(thread_id), INDEX_MARKER, {"complete": True}, index=False))
-    return ops
-
-
-def search_index_ops(
-    *,
-    thread_id: str,
-    resource_id: str | None,
-    messages: Sequence[BaseMessage] = (),
-    first_seq: int = 0,
-    groups: Sequence[ObservationGroup] = (),
-) -> list[PutOp]:
-    """Put ops for the vector index: archived messages and observation groups.
-
-    The documents live in ``search_ns(resource_id)`` with their ``text`` field indexed, so a
-    store built with ``index={"embed": ..., "dims": ..., "fields": ["text"]}`` embeds them
-    (a store without an index keeps them unembedded). Write them when messages are archived
-    (same ``first_seq`` as ``archive_ops``) and when observation groups are added.
-
-    Args:
-        thread_id: the thread the messages and groups belong to.
-        resource_id: its resource (user), or ``None``.
-        messages: archived messages, in order (empty ones are skipped).
-        first_seq: the archive sequence number of ``messages[0]``.
-        groups: new observation groups (observations or reflections).
-    """
-    ns = search_ns(resource_id)
-    ops: list[PutOp] = []
-    for offset, message in enumerate(messages):
-        text = message_text(message).strip()
-        if not text:
-            continue
-        seq = first_seq + offset
-        value = {
-            "kind": "message",
-            "text": text[:SEARCH_TEXT_CHARS],
-            "thread_id": thread_id,
-            "resource_id": resource_id,
-            "message_id": message.id,
-            "seq": seq,
-            "role": message.type,
-            "ts": _message_ts(message),
-        }
-        ops.append(PutOp(ns, f"m:{thread_id}:{seq_key(seq)}", value, index=["text"]))
-    for group in groups:
-        text = group["text"].strip()
-        if not text:
-            continue
-        doc: dict[str, Any] = {
-            "kind": "observation",
-            "text": text[:SEARCH_TEXT_CHARS],
-            "thread_id": thread_id,
-            "resource_id": resource_id,
-            "group_id": group["id"],
-            "range": list(group["range"]) if group["range"] else None,
-            "ts": group["observed_at"],
-        }
-        ops.append(PutOp(ns, f"g:{thread_id}:{group['id']}", doc, index=["text"]))
-    return ops
-
-
-def _message_ts(message: BaseMessage) -> str | None:
-    from langchain_om._core.recall import message_ts
-
-    return message_ts(message)
-
-
-# --------------------------------------------------------------------------------------------
-# Tool input
 # --------------------------------------------------------------------------------------------
 
 

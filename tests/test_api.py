@@ -31,6 +31,7 @@ EXPECTED = [
     "TokenCounter",
     "__version__",
     "add_observational_memory",
+    "create_recall_tool",
 ]
 
 

@@ -8,6 +8,7 @@ Map of the public API:
 - Both record every call as a :class:`RecordedCall` (``model.calls``, ``model.last_call``,
   ``model.call_count``, ``model.reset()``), support ``bind_tools``, ``with_structured_output``,
   async, streaming, ``delay=`` latency, and report ``usage_metadata``.
+- :class:`HashEmbeddings` is a deterministic embedder for vector-search tests.
 - :func:`memory_model` acts as a deterministic Observer and Reflector.
 - :func:`rate_limit_error`, :func:`server_error`, :func:`timeout_error` build provider-like
   failures with a ``status_code`` attribute, to put in a script.
@@ -28,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+from langchain_om._embeddings import HashEmbeddings
 from langchain_om.testing._errors import (
     ScriptedProviderError,
     ScriptedRateLimitError,
@@ -45,6 +47,7 @@ from langchain_om.testing._replies import RecordedCall, Reply, StructuredOutputS
 
 __all__ = [
     "FunctionChatModel",
+    "HashEmbeddings",
     "RecordedCall",
     "Reply",
     "ScriptExhaustedError",
