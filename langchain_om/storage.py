@@ -23,7 +23,7 @@ with ``store.batch`` / ``store.abatch``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import (
     AIMessage,
@@ -256,6 +256,7 @@ def search_index_ops(
     """
     ns = search_ns(resource_id)
     ops: list[PutOp] = []
+    seen: set[str] = set()
     for offset, message in enumerate(messages):
         text = message_text(message).strip()
         if not text:
@@ -271,7 +272,7 @@ def search_index_ops(
             "role": message.type,
             "ts": _message_ts(message),
         }
-        ops.append(PutOp(ns, f"m:{thread_id}:{seq_key(seq)}", value, index=["text"]))
+        ops.append(PutOp(ns, f"m:{thread_id}:{seq_key(seq)}", value, index=_once(value, seen)))
     for group in groups:
         text = group["text"].strip()
         if not text:
@@ -285,8 +286,20 @@ def search_index_ops(
             "range": list(group["range"]) if group["range"] else None,
             "ts": group["observed_at"],
         }
-        ops.append(PutOp(ns, f"g:{thread_id}:{group['id']}", doc, index=["text"]))
+        ops.append(PutOp(ns, f"g:{thread_id}:{group['id']}", doc, index=_once(doc, seen)))
     return ops
+
+
+def _once(doc: dict[str, Any], seen: set[str]) -> list[str] | Literal[False]:
+    """Index a text once per batch: an identical text is found through its first copy.
+
+    (``InMemoryStore`` also fails a batch that embeds the same text twice.)
+    """
+    text = str(doc["text"])
+    if text in seen:
+        return False
+    seen.add(text)
+    return ["text"]
 
 
 def _message_ts(message: BaseMessage) -> str | None:
