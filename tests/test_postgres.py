@@ -1,0 +1,78 @@
+"""The same memory on real PostgreSQL (PostgresSaver + PostgresStore)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+
+from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
+from langchain_om.storage import archive_ns, archived_message
+from langchain_om.testing import FunctionChatModel, memory_model
+
+pytestmark = pytest.mark.postgres
+
+URL = os.environ.get("LANGCHAIN_OM_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+@pytest.fixture
+def postgres() -> Iterator[tuple[Any, Any]]:
+    psycopg = pytest.importorskip("psycopg")
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from langgraph.store.postgres import PostgresStore
+
+    try:
+        psycopg.connect(URL, connect_timeout=3).close()
+    except psycopg.OperationalError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"PostgreSQL is required in CI at {URL}: {exc}")
+        pytest.skip(f"no PostgreSQL at {URL}")
+    with PostgresSaver.from_conn_string(URL) as saver, PostgresStore.from_conn_string(URL) as store:
+        saver.setup()
+        store.setup()
+        yield saver, store
+
+
+def test_agent_on_postgres_resumes_with_memory(postgres: tuple[Any, Any]) -> None:
+    saver, store = postgres
+    options: dict[str, Any] = {
+        "model": memory_model(),
+        "observation": {"message_tokens": 400, "buffer_tokens": False},
+        "reflection": {"observation_tokens": 600},
+    }
+    thread = f"pg-{uuid.uuid4().hex[:8]}"
+    cfg = {"configurable": {"thread_id": thread}}
+
+    def build() -> tuple[ObservationalMemory, Any, FunctionChatModel]:
+        memory = ObservationalMemory(store=store, checkpointer=saver, **options)
+        actor = FunctionChatModel(function=lambda m, i: f"Answer {i.index}: " + "ok " * 20)
+        agent = create_agent(
+            actor,
+            [],
+            middleware=[ObservationalMemoryMiddleware(memory)],
+            checkpointer=saver,
+            store=store,
+        )
+        return memory, agent, actor
+
+    memory, agent, _ = build()
+    for i in range(40):
+        agent.invoke({"messages": [HumanMessage(f"Turn {i}: " + "words " * 25)]}, cfg)
+    state = agent.get_state(cfg).values
+    record = state["om_record"]
+    assert record["observed_message_count"] > 0
+    archived = sorted(store.search(archive_ns(thread), limit=10_000), key=lambda i: i.key)
+    assert len(archived) == record["observed_message_count"]
+    assert len(archived) + len(state["messages"]) == 80
+    assert archived_message(archived[0]).text.startswith("Turn 0:")
+
+    # A fresh engine on the same database continues the thread with its memory.
+    _, agent2, actor2 = build()
+    agent2.invoke({"messages": [HumanMessage("And now?")]}, cfg)
+    assert "<observations>" in actor2.last_call.text
+    saver.delete_thread(thread)
