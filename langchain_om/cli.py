@@ -71,6 +71,15 @@ SWITCH_HINT = (
 )
 
 
+EPILOG = """examples:
+  langchain-om replay examples/data/demo.jsonl   # no API key set: a small local model
+  langchain-om replay examples/data/demo.jsonl --scripted --message-tokens 200
+  langchain-om chat --model openai/gpt-5-mini     # with OPENAI_API_KEY set
+  langchain-om chat --base-url http://127.0.0.1:8080/v1
+  langchain-om inspect --thread default
+"""
+
+
 class ReplayFormatError(ObservationalMemoryError, ValueError):
     """A line of a replay file is not a message this command understands."""
 
@@ -157,7 +166,7 @@ def open_backend(args: argparse.Namespace, say: Callable[[str], None]) -> Iterat
     )
     say(SWITCH_HINT)
     with start_local_server(n_ctx=LOCAL_CONTEXT) as server:
-        actor = server.chat_model(max_tokens=200, temperature=0.3)
+        actor = server.chat_model(max_tokens=160, temperature=0.3)
         observer = args.observer_model or server.chat_model(max_tokens=300, temperature=0.3)
         yield Backend(f"local {MODEL_FILE}", actor, observer, LOCAL_THRESHOLDS, buffering=False)
 
@@ -531,6 +540,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="langchain-om",
         description="Observational memory for LangChain: chat, replay, inspect.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True)
     chat = sub.add_parser("chat", parents=[common, models], help="interactive chat with memory")

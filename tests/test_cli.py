@@ -362,3 +362,12 @@ def test_thresholds_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit):
         main(["chat", "--scripted", "--message-tokens", "0"])
     assert "positive" in capsys.readouterr().err
+
+
+def test_help_lists_the_commands_and_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert "{chat,replay,inspect}" in out
+    assert "langchain-om replay examples/data/demo.jsonl" in out
