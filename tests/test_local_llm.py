@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,9 @@ def test_one_observation_cycle_through_chat_openai_against_a_local_server() -> N
             assert len(archived) + len(snap.window) == len(conversation)
             assert len(snap.record["groups"]) <= 1  # junk may parse to no observation lines
     assert not server.running
+    host, port = server.base_url.removeprefix("http://").removesuffix("/v1").split(":")
+    with pytest.raises(ConnectionRefusedError):  # the server stopped with the context
+        socket.create_connection((host, int(port)), timeout=5).close()
     # Real HTTP went through ChatOpenAI to the loopback server: the usage and the model name
     # come from the server's response (the Observer prompt alone is hundreds of tokens).
     assert ends, "the observation cycle never ended"
