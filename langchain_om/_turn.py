@@ -30,15 +30,17 @@ from langchain_om._buffer import (
     reflection_buffer_plan,
     reflection_is_valid,
 )
+from langchain_om._core.dates import message_time
 from langchain_om._core.record import new_record
 from langchain_om._core.reflector import select_reflection_slice, should_reflect
+from langchain_om._core.temporal import gap_reminder
 from langchain_om._core.thresholds import (
     auto_ttl_ms,
     choose_activation,
     chunk_chain,
     should_buffer,
 )
-from langchain_om._core.types import OMRecord
+from langchain_om._core.types import OM_META_KEY, OMRecord
 from langchain_om._core.window import observation_cut, safe_cut_points
 from langchain_om._cycles import (
     BackgroundJob,
@@ -55,6 +57,7 @@ from langchain_om._cycles import (
 )
 from langchain_om._effects import AwaitBackground, Plan, StoreBatch
 from langchain_om.errors import CycleFailedError
+from langchain_om.events import TemporalGapEvent
 from langchain_om.storage import buffer_ns, reflection_ns
 
 BLOCK_WAIT_SECONDS = 60.0
@@ -143,6 +146,47 @@ def _early_trigger(
     return None
 
 
+def _insert_gap_reminder(env: TurnEnv, inp: TurnInput, out: TurnOutcome, now: datetime) -> None:
+    """Before a new user message that follows a long pause, insert a time-gap reminder."""
+    new_ids = {id(m) for m in out.stamped}
+    index = next(
+        (
+            i
+            for i in range(len(out.window) - 1, -1, -1)
+            if id(out.window[i]) in new_ids and isinstance(out.window[i], HumanMessage)
+        ),
+        None,
+    )
+    if index is None:
+        return
+    message = out.window[index]
+    if index > 0 and out.window[index - 1].id == f"__temporal_gap_{message.id}":
+        return
+    previous = message_time(out.window[index - 1]) if index > 0 else None
+    if previous is None and out.record.get("last_activity_at"):
+        previous = datetime.fromisoformat(str(out.record["last_activity_at"]))
+    if previous is None or previous >= now:
+        return
+    reminder = gap_reminder(previous, now, timezone=out.record["timezone"], precedes=message.id)
+    if reminder is None:
+        return
+    out.window.insert(index, reminder)
+    out.inserted.append(reminder)
+    meta = reminder.response_metadata[OM_META_KEY]
+    _emit(
+        env,
+        inp,
+        TemporalGapEvent(
+            message=reminder.text,
+            gap_text=meta["gap_text"],
+            gap_ms=meta["gap_ms"],
+            timestamp=meta["ts"],
+            precedes_message_id=message.id,
+            thread_id=inp.thread_id,
+        ),
+    )
+
+
 def buffer_candidates(messages: Sequence[BaseMessage], *, idle: bool) -> list[BaseMessage]:
     """The longest prefix of ``messages`` a background buffer may take.
 
@@ -159,6 +203,26 @@ def buffer_candidates(messages: Sequence[BaseMessage], *, idle: bool) -> list[Ba
     return list(messages[: points[-1]]) if points else []
 
 
+def sync_observation_due(env: TurnEnv, record: OMRecord, tokens: int, thread_id: str) -> bool:
+    """Whether a step would observe synchronously now (for the graph's routers)."""
+    cfg = env.config
+    threshold = message_threshold(cfg, record)
+    if cfg.buffering_enabled and env.running(obs_key(thread_id)):
+        return tokens >= cfg.observation.block_after_tokens
+    return tokens >= threshold
+
+
+def sync_reflection_due(env: TurnEnv, record: OMRecord) -> bool:
+    """Whether a step would reflect synchronously now (for the graph's routers)."""
+    cfg = env.config
+    tokens = record["observation_tokens"]
+    if not should_reflect(
+        tokens, cfg.reflection.observation_tokens, record["reflection_suppressed_at_tokens"]
+    ):
+        return False
+    return not cfg.buffering_enabled or tokens >= cfg.reflection.block_after_tokens
+
+
 def turn_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
     """One step (see the module docstring)."""
     cfg = env.config
@@ -171,7 +235,10 @@ def turn_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
         now=iso(now),
     )
     out = TurnOutcome(record=record, window=list(inp.window))
-    out.stamped = stamp_messages(out.window, now)
+    earlier = out.record.get("last_activity_at")
+    out.stamped = stamp_messages(out.window, now, earlier=str(earlier) if earlier else None)
+    if cfg.temporal_markers:
+        _insert_gap_reminder(env, inp, out, now)
     buffering = cfg.buffering_enabled
     okey, rkey = obs_key(inp.thread_id), ref_key(inp.thread_id)
     chain: list[Mapping[str, Any]] = []
@@ -214,7 +281,13 @@ def turn_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
             chain = chain[count:]
 
     # 3. Beyond block_after with a buffer in flight: wait for it, then activate what exists.
-    if buffering and inp.allow_observe and tokens >= block_after and env.running(okey):
+    if (
+        buffering
+        and inp.allow_observe
+        and inp.sync_cycles
+        and tokens >= block_after
+        and env.running(okey)
+    ):
         yield AwaitBackground(okey, BLOCK_WAIT_SECONDS)
         chain, stored_reflection = yield from _load_buffered(out.record, out.window)
         yield from activate(chain, "threshold")
@@ -222,7 +295,7 @@ def turn_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
 
     # 4. Synchronous observation.
     sync_at = block_after if (buffering and env.running(okey)) else threshold
-    if inp.allow_observe and (inp.force_observe or tokens >= sync_at):
+    if inp.allow_observe and inp.sync_cycles and (inp.force_observe or tokens >= sync_at):
         yield from activate(chain, "threshold")
         chain = []
         cut = observation_cut(out.window, keep_current_turn=not inp.force_observe)
@@ -287,7 +360,8 @@ def turn_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
         reflection=stored_reflection,
         reflecting=env.running(rkey) or any(j.key == rkey for j in out.jobs),
     )
-    _emit(env, inp, out.status)
+    if inp.emit_status:
+        _emit(env, inp, out.status)
     return out
 
 
@@ -319,7 +393,8 @@ def _reflection_step(
             out.reflected = True
             return None
     sync = inp.force_reflect or (
-        should_reflect(tokens, threshold, record["reflection_suppressed_at_tokens"])
+        inp.sync_cycles
+        and should_reflect(tokens, threshold, record["reflection_suppressed_at_tokens"])
         and (not buffering or tokens >= cfg.reflection.block_after_tokens)
     )
     if sync:

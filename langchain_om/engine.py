@@ -25,7 +25,6 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langchain_om._core.record import coerce_record, new_record
-from langchain_om._core.reflector import should_reflect
 from langchain_om._core.render import MemoryContext, render_memory
 from langchain_om._core.tokens import TokenCounter, get_default_counter
 from langchain_om._core.types import OMRecord
@@ -46,7 +45,12 @@ from langchain_om._effects import (
     run_async,
     run_sync,
 )
-from langchain_om._turn import idle_plan, turn_plan
+from langchain_om._turn import (
+    idle_plan,
+    sync_observation_due,
+    sync_reflection_due,
+    turn_plan,
+)
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import OMUsageError
 from langchain_om.events import OMEvent, StatusEvent
@@ -79,6 +83,11 @@ class ThreadSnapshot:
     def observations(self) -> str:
         """The observation log as text."""
         return "\n\n".join(g["text"] for g in self.record["groups"])
+
+    def _repr_html_(self) -> str:
+        from langchain_om.display import render_html
+
+        return render_html(self)
 
 
 class ObservationalMemory:
@@ -297,6 +306,8 @@ class ObservationalMemory:
         observe: bool = True,
         reflect: bool = True,
         actor_model: str | None = None,
+        sync_cycles: bool = True,
+        emit_status: bool = True,
     ) -> TurnOutcome:
         """Run one turn step on ``window`` (the unobserved messages) and ``record``.
 
@@ -315,6 +326,8 @@ class ObservationalMemory:
             allow_observe=observe,
             allow_reflect=reflect,
             actor_model=actor_model,
+            sync_cycles=sync_cycles,
+            emit_status=emit_status,
         )
         return self._finish(run_sync(turn_plan(self._env, inp), self._executor), False)
 
@@ -330,6 +343,8 @@ class ObservationalMemory:
         observe: bool = True,
         reflect: bool = True,
         actor_model: str | None = None,
+        sync_cycles: bool = True,
+        emit_status: bool = True,
     ) -> TurnOutcome:
         """Async twin of :meth:`step`."""
         inp = self._turn_input(
@@ -342,6 +357,8 @@ class ObservationalMemory:
             allow_observe=observe,
             allow_reflect=reflect,
             actor_model=actor_model,
+            sync_cycles=sync_cycles,
+            emit_status=emit_status,
         )
         return self._finish(await run_async(turn_plan(self._env, inp), self._executor), True)
 
@@ -434,19 +451,17 @@ class ObservationalMemory:
     def should_observe(
         self, record: OMRecord | dict[str, Any] | None, window: Sequence[BaseMessage]
     ) -> bool:
-        """True when ``window`` is at or over the observation threshold."""
-        return self.counter.count_messages(window) >= self.threshold(record)
-
-    def should_reflect(self, record: OMRecord | dict[str, Any] | None) -> bool:
-        """True when the observation log is at or over the reflection threshold."""
+        """True when a step would observe ``window`` synchronously now."""
         rec = coerce_record(record)
         if rec is None:
             return False
-        return should_reflect(
-            rec["observation_tokens"],
-            self.config.reflection.observation_tokens,
-            rec["reflection_suppressed_at_tokens"],
-        )
+        tokens = self.counter.count_messages(window)
+        return sync_observation_due(self._env, rec, tokens, rec["thread_id"])
+
+    def should_reflect(self, record: OMRecord | dict[str, Any] | None) -> bool:
+        """True when a step would reflect synchronously now."""
+        rec = coerce_record(record)
+        return rec is not None and sync_reflection_due(self._env, rec)
 
     def render(self, record: OMRecord | dict[str, Any] | None) -> MemoryContext:
         """The memory context (preamble, observation log, hints) for ``record``."""

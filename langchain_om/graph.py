@@ -2,9 +2,10 @@
 
 :func:`add_observational_memory` puts three nodes in front of the user's model node:
 
-* ``om_gate`` — always runs: stamps new messages, keeps OM's memory system message at the
-  front of ``messages`` (so the user's model node sees memory with no change to its code) and
-  emits ``data-om-status``; routes on the token thresholds;
+* ``om_gate`` — always runs the engine step without model calls: stamps new messages,
+  activates buffered observations, starts background buffering, keeps OM's memory system
+  message at the front of ``messages`` (so the user's model node sees memory with no change to
+  its code) and emits ``data-om-status``; routes on the token thresholds;
 * ``om_observe`` — runs the Observer when the window is over its threshold;
 * ``om_reflect`` — runs the Reflector when the observation log is over its threshold.
 
@@ -30,7 +31,6 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Annotated, Any, NotRequired, TypedDict
 
 from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
@@ -39,8 +39,7 @@ from langgraph.config import get_stream_writer
 from langgraph.graph import StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
-from langchain_om._core.record import coerce_record
-from langchain_om._cycles import TurnOutcome, stamp_messages
+from langchain_om._cycles import TurnOutcome
 from langchain_om._state import (
     MEMORY_MESSAGE_ID,
     OM_STATE_KEY,
@@ -99,6 +98,7 @@ class _Nodes:
         window: Sequence[BaseMessage],
         removed_ids: Sequence[str] = (),
         restamped: Sequence[BaseMessage] = (),
+        inserted: bool = False,
     ) -> list[BaseMessage]:
         present = {m.id for m in split.window}
         context = self.memory.render(record)
@@ -106,12 +106,15 @@ class _Nodes:
         if context.blocks:
             memory_message = context.to_system_message()
             memory_message.id = MEMORY_MESSAGE_ID
-        if memory_message is not None and split.memory is None:
-            # First memory message: rebuild so it sits right after the leading system prompts.
+        if (memory_message is not None and split.memory is None) or inserted:
+            # First memory message, or OM inserted a message (a time-gap reminder): rebuild
+            # in order, the memory message right after the leading system prompts.
+            keep = [memory_message] if memory_message is not None else []
+            keep += [split.memory] if memory_message is None and split.memory is not None else []
             return [
                 RemoveMessage(id=REMOVE_ALL_MESSAGES),
                 *split.head,
-                memory_message,
+                *keep,
                 *window,
             ]
         gone = {mid for mid in removed_ids if mid in present}
@@ -131,6 +134,7 @@ class _Nodes:
             window=outcome.window,
             removed_ids=outcome.removed_ids,
             restamped=outcome.stamped,
+            inserted=bool(outcome.inserted),
         )
         update: dict[str, Any] = {OM_STATE_KEY: record}
         if messages:
@@ -155,40 +159,29 @@ class _Nodes:
 
     def gate(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         split, args = self._args(state, config)
-        record = coerce_record(args["record"])
-        if record is None:
-            if not args["thread_id"]:
-                raise OMUsageError(
-                    "Observational memory needs a thread id: compile the graph with a "
-                    "checkpointer and pass config={'configurable': {'thread_id': ...}}."
-                )
-            record = self.memory.new_record(
-                thread_id=args["thread_id"], resource_id=args["resource_id"]
-            )
-        stamped = stamp_messages(split.window, datetime.now(UTC))
-        messages = self._messages_update(
-            split, dict(record), window=split.window, restamped=stamped
-        )
-        update: dict[str, Any] = {OM_STATE_KEY: dict(record)}
-        if messages:
-            update["messages"] = messages
-        return update
+        return self._update(split, self.memory.step(**args, sync_cycles=False))
+
+    async def agate(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        split, args = self._args(state, config)
+        return self._update(split, await self.memory.astep(**args, sync_cycles=False))
 
     def observe(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         split, args = self._args(state, config)
-        return self._update(split, self.memory.step(**args, reflect=False))
+        return self._update(split, self.memory.step(**args, reflect=False, emit_status=False))
 
     async def aobserve(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         split, args = self._args(state, config)
-        return self._update(split, await self.memory.astep(**args, reflect=False))
+        outcome = await self.memory.astep(**args, reflect=False, emit_status=False)
+        return self._update(split, outcome)
 
     def reflect(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         split, args = self._args(state, config)
-        return self._update(split, self.memory.step(**args, observe=False))
+        return self._update(split, self.memory.step(**args, observe=False, emit_status=False))
 
     async def areflect(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         split, args = self._args(state, config)
-        return self._update(split, await self.memory.astep(**args, observe=False))
+        outcome = await self.memory.astep(**args, observe=False, emit_status=False)
+        return self._update(split, outcome)
 
     # -- routers --------------------------------------------------------------------------
 
@@ -249,7 +242,7 @@ def add_observational_memory(
     }
     nodes = _Nodes(memory, before)
     schema: Any = ObservationalMemoryGraphState
-    gate: Any = RunnableLambda(nodes.gate)
+    gate: Any = RunnableLambda(nodes.gate, afunc=nodes.agate)
     observe: Any = RunnableLambda(nodes.observe, afunc=nodes.aobserve)
     reflect: Any = RunnableLambda(nodes.reflect, afunc=nodes.areflect)
     builder.add_node(GATE, gate, input_schema=schema)

@@ -98,7 +98,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         args = self._step_args(dict(state), runtime)
         outcome = self.memory.step(**args)
         present = {m.id for m in state["messages"] if m.id}
-        return state_update(outcome, present)
+        return state_update(outcome, present, split_messages(state["messages"]).head)
 
     async def abefore_model(
         self, state: ObservationalMemoryState, runtime: Runtime[Any]
@@ -107,7 +107,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         args = self._step_args(dict(state), runtime)
         outcome = await self.memory.astep(**args)
         present = {m.id for m in state["messages"] if m.id}
-        return state_update(outcome, present)
+        return state_update(outcome, present, split_messages(state["messages"]).head)
 
     def _with_memory(self, request: ModelRequest, record: Any = None) -> ModelRequest:
         if record is None:
