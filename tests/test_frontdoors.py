@@ -240,3 +240,25 @@ def test_graph_requires_a_known_model_node() -> None:
     builder.add_edge(START, "llm")
     with pytest.raises(ValueError, match="before='<your model node>'"):
         add_observational_memory(builder, memory)
+
+
+@pytest.mark.parametrize("door", ["agent", "graph"])
+def test_buffering_front_doors_activate_without_sync_observation(door: str) -> None:
+    memory = ObservationalMemory(
+        model=memory_model(),
+        observation={"message_tokens": 600, "buffer_tokens": 0.2},
+        reflection={"observation_tokens": 2_000},
+    )
+    events: list[str] = []
+    memory.on_debug_event = lambda e: events.append(f"{e.type}/{getattr(e, 'operation_type', '')}")
+    actor = FunctionChatModel(function=actor_reply)
+    app = build_agent(memory, actor) if door == "agent" else build_graph(memory, actor)
+    cfg = {"configurable": {"thread_id": "b"}}
+    for i in range(60):
+        app.invoke({"messages": [HumanMessage(user_turn(i))]}, cfg)
+        memory.wait_for_background()
+    state = app.get_state(cfg).values
+    assert events.count("data-om-activation/observation") >= 3
+    assert "data-om-observation-end/observation" not in events
+    assert check_invariants(memory, "b", state["messages"]) == expected_messages(60)
+    memory.close()
