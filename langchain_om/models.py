@@ -13,7 +13,8 @@ A *model spec* says which chat model a role uses. It is one of:
 :func:`plan_attempts` turns a spec into the ordered :class:`ModelAttempt` list for one call, and
 :func:`invoke_model` / :func:`ainvoke_model` run it: transient provider errors (timeouts, 408,
 425, 429, 5xx) are retried with exponential backoff and jitter, then the next model is tried.
-Both drivers execute the same retry plan, so sync and async behave identically.
+Both drivers execute the same retry plan, so sync and async behave identically. The retry half
+lives in :mod:`langchain_om.retry`; its names are re-exported here.
 
 Example:
     >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
@@ -26,27 +27,33 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import random
 import re
 import threading
-import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
-from contextlib import closing
-from dataclasses import dataclass, field
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, TypeAlias, Union, cast
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable, RunnableBinding
 
 from langchain_om.errors import (
     MissingProviderError,
     ModelResolutionError,
     ModelTierExceededError,
     OMConfigError,
+)
+from langchain_om.retry import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_RETRY_POLICY,
+    ModelCallResult,
+    ModelUsage,
+    RetryEvent,
+    RetryPolicy,
+    ainvoke_model,
+    invoke_model,
+    is_transient,
 )
 
 __all__ = [
@@ -74,13 +81,8 @@ __all__ = [
     "resolve_model_string",
 ]
 
-logger = logging.getLogger(__name__)
-
 DEFAULT_MODEL = "google/gemini-2.5-flash"
 """The model used by the Observer and the Reflector when none is configured."""
-
-DEFAULT_MAX_RETRIES = 3
-"""Retries per model for a spec that does not set its own (see :class:`ModelWithRetries`)."""
 
 DEFAULT_MAX_OUTPUT_TOKENS = 100_000
 """Output-token limit applied when a role runs on the default model and sets none itself."""
@@ -779,340 +781,3 @@ def _with_retries(item: object) -> ModelWithRetries:
         "ModelWithRetries(model, max_retries=3) (or {'model': ..., 'maxRetries': 3}).",
         option="model",
     )
-
-
-# --------------------------------------------------------------------------- retrying
-
-_TRANSIENT_STATUS = frozenset({408, 425, 429})
-_TRANSIENT_STATUS_NAMES = frozenset(
-    {"RESOURCE_EXHAUSTED", "UNAVAILABLE", "DEADLINE_EXCEEDED", "INTERNAL"}
-)
-_TRANSIENT_NAME = re.compile(
-    r"Timeout|TimedOut|DeadlineExceeded|ConnectError|ConnectionError|APIConnectionError"
-    r"|RateLimit|TooManyRequests|ResourceExhausted|ServiceUnavailable|InternalServerError"
-    r"|Overloaded|RemoteProtocolError|NetworkError|ServerDisconnected"
-)
-
-
-def _status_of(exc: BaseException) -> int | str | None:
-    """The HTTP status an error carries, else a gRPC-style status name, else ``None``."""
-    response = getattr(exc, "response", None)
-    candidates = [getattr(exc, a, None) for a in ("status_code", "http_status", "status", "code")]
-    for value in (*candidates, getattr(response, "status_code", None)):
-        if isinstance(value, int) and not isinstance(value, bool) and 100 <= value < 600:
-            return value
-    status = getattr(exc, "status", None)
-    return status if isinstance(status, str) and status.isupper() else None
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Tell whether retrying the call that raised ``exc`` may succeed.
-
-    Transient: timeouts, connection errors, HTTP 408/425/429 and 5xx (read from
-    ``status_code``, ``status``, ``code`` or ``response.status_code``), and provider errors
-    whose class names say so (``RateLimitError``, ``APITimeoutError``, ``ServiceUnavailable``,
-    …), also when they are the ``__cause__`` of a wrapper. Never transient: other 4xx (auth,
-    bad request), ``ValueError``/``TypeError``, ``KeyboardInterrupt`` and cancellation.
-
-    Example:
-        >>> is_transient(TimeoutError()), is_transient(ValueError("bad prompt"))
-        (True, False)
-    """
-    seen = 0
-    current: BaseException | None = exc
-    while current is not None and seen < 5:
-        if not isinstance(current, Exception) or isinstance(current, asyncio.CancelledError):
-            return False
-        status = _status_of(current)
-        if isinstance(status, int):
-            return status in _TRANSIENT_STATUS or 500 <= status < 600
-        if isinstance(status, str) and status in _TRANSIENT_STATUS_NAMES:
-            return True
-        if isinstance(current, TimeoutError | ConnectionError):
-            return True
-        if any(_TRANSIENT_NAME.search(cls.__name__) for cls in type(current).__mro__):
-            return True
-        if isinstance(current, ValueError | TypeError | LookupError | AttributeError):
-            return False
-        current = current.__cause__
-        seen += 1
-    return False
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    if not isinstance(headers, Mapping):
-        return None
-    value = headers.get("retry-after") or headers.get("Retry-After")
-    try:
-        return float(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How transient failures are retried: exponential backoff with jitter.
-
-    Retry ``n`` (0-based) waits ``min(max_delay, base_delay * 2**n)``, scaled by a random
-    factor in ``[1 - jitter, 1 + jitter]`` and never more than ``max_delay``; a provider's
-    ``Retry-After`` header lengthens the wait (up to ``max_delay``).
-
-    Example:
-        >>> policy = RetryPolicy(base_delay=1.0, max_delay=5.0, jitter=0.2, rng=lambda: 0.5)
-        >>> [policy.delay(n) for n in range(4)]
-        [1.0, 2.0, 4.0, 5.0]
-    """
-
-    max_retries: int = DEFAULT_MAX_RETRIES
-    """Retries per model for attempts that do not set their own."""
-    base_delay: float = 1.0
-    max_delay: float = 60.0
-    jitter: float = 0.2
-    retry_on: Callable[[BaseException], bool] = field(default=is_transient, compare=False)
-    """Decides whether an error is worth retrying."""
-    rng: Callable[[], float] = field(default=random.random, compare=False, repr=False)
-    """Uniform random numbers in ``[0, 1)`` for jitter (injectable for tests)."""
-
-    def __post_init__(self) -> None:
-        if self.max_retries < 0 or self.base_delay < 0 or self.max_delay < 0:
-            raise OMConfigError("RetryPolicy values must be >= 0.", option="retry_policy")
-        if not 0 <= self.jitter <= 1:
-            raise OMConfigError("RetryPolicy.jitter must be in [0, 1].", option="retry_policy")
-
-    def delay(self, retry: int, error: BaseException | None = None) -> float:
-        """Return the seconds to wait before retry number ``retry`` (0-based)."""
-        base = min(self.max_delay, self.base_delay * 2.0 ** min(retry, 64))
-        wait = base * (1.0 + self.jitter * (2.0 * self.rng() - 1.0))
-        hinted = _retry_after(error) if error is not None else None
-        if hinted is not None:
-            wait = max(wait, hinted)
-        return max(0.0, min(self.max_delay, wait))
-
-
-DEFAULT_RETRY_POLICY = RetryPolicy()
-
-
-@dataclass(frozen=True)
-class RetryEvent:
-    """Told to ``on_retry`` when a call failed and another try follows.
-
-    ``delay`` is set when the same model is retried after that many seconds;
-    ``next_model_id`` is set instead when the next model of the list is tried.
-    """
-
-    model_id: str
-    attempt: int
-    """1-based number of the failed try on this model."""
-    error: Exception
-    delay: float | None = None
-    next_model_id: str | None = None
-
-
-class ModelUsage(NamedTuple):
-    """Token usage reported by the provider."""
-
-    input_tokens: int
-    output_tokens: int
-    total_tokens: int
-
-
-@dataclass(frozen=True)
-class ModelCallResult:
-    """The outcome of a successful (possibly retried) model call."""
-
-    message: AIMessage
-    model_id: str
-    """Identity of the model that answered."""
-    attempts: int
-    """Model calls made in total, failed ones included."""
-    retries: int
-    """Retries of a model after a transient failure (fallbacks to the next model excluded)."""
-    usage: ModelUsage | None
-    provider_metadata: dict[str, Any]
-    """The answer's ``response_metadata``."""
-    errors: tuple[tuple[str, Exception], ...] = ()
-    """``(model_id, error)`` of every failed call, in order."""
-
-    @property
-    def text(self) -> str:
-        """The answer's text content."""
-        return self.message.text
-
-
-@dataclass(frozen=True)
-class _Call:
-    attempt: ModelAttempt
-
-
-@dataclass(frozen=True)
-class _Sleep:
-    seconds: float
-
-
-@dataclass(frozen=True)
-class _Failed:
-    error: Exception
-
-
-_Step: TypeAlias = _Call | _Sleep
-_Plan: TypeAlias = Generator[_Step, object, ModelCallResult]
-
-
-def _notify(on_retry: Callable[[RetryEvent], object] | None, event: RetryEvent) -> None:
-    if on_retry is None:
-        return
-    try:
-        on_retry(event)
-    except Exception:
-        logger.exception("on_retry callback failed; the model call goes on")
-
-
-def _retry_plan(
-    attempts: Sequence[ModelAttempt],
-    policy: RetryPolicy,
-    on_retry: Callable[[RetryEvent], object] | None,
-) -> _Plan:
-    """The retry loop, shared by both drivers.
-
-    Yields a :class:`_Call` (the driver sends back the output or a :class:`_Failed`) or a
-    :class:`_Sleep` (the driver sends back anything); returns the result or raises the last
-    error.
-    """
-    if not attempts:
-        raise ModelResolutionError("No model to call: the model spec expanded to nothing.")
-    errors: list[tuple[str, Exception]] = []
-    retries = 0
-    for index, attempt in enumerate(attempts):
-        budget = attempt.max_retries if attempt.max_retries is not None else policy.max_retries
-        for tried in range(1, budget + 2):
-            outcome = yield _Call(attempt)
-            if not isinstance(outcome, _Failed):
-                return _result(outcome, attempt, len(errors) + 1, retries, errors)
-            errors.append((attempt.model_id, outcome.error))
-            if tried > budget or not policy.retry_on(outcome.error):
-                break
-            delay = policy.delay(tried - 1, outcome.error)
-            _notify(on_retry, RetryEvent(attempt.model_id, tried, outcome.error, delay))
-            retries += 1
-            yield _Sleep(delay)
-        if index + 1 < len(attempts):
-            next_id = attempts[index + 1].model_id
-            _notify(on_retry, RetryEvent(attempt.model_id, tried, errors[-1][1], None, next_id))
-    last = errors[-1][1]
-    if len(errors) > 1:
-        history = "; ".join(f"{mid}: {type(err).__name__}" for mid, err in errors[:-1])
-        last.add_note(f"langchain-om: {len(errors)} model calls failed ({history}; then this)")
-    raise last
-
-
-def _result(
-    output: object,
-    attempt: ModelAttempt,
-    calls: int,
-    retries: int,
-    errors: Sequence[tuple[str, Exception]],
-) -> ModelCallResult:
-    if not isinstance(output, AIMessage):
-        raise TypeError(
-            f"Model {attempt.model_id} returned {type(output).__name__}, not an AIMessage; "
-            "call invoke_model with a chat model (structured output is parsed by the caller)."
-        )
-    meta = output.usage_metadata
-    usage = (
-        ModelUsage(meta["input_tokens"], meta["output_tokens"], meta["total_tokens"])
-        if meta
-        else None
-    )
-    return ModelCallResult(
-        message=output,
-        model_id=attempt.model_id,
-        attempts=calls,
-        retries=retries,
-        usage=usage,
-        provider_metadata=dict(output.response_metadata),
-        errors=tuple(errors),
-    )
-
-
-def invoke_model(
-    attempts: Sequence[ModelAttempt],
-    messages: LanguageModelInput,
-    *,
-    policy: RetryPolicy = DEFAULT_RETRY_POLICY,
-    config: RunnableConfig | None = None,
-    sleep: Callable[[float], object] = time.sleep,
-    on_retry: Callable[[RetryEvent], object] | None = None,
-) -> ModelCallResult:
-    """Call the models of ``attempts`` in order, retrying transient failures.
-
-    Args:
-        attempts: From :func:`plan_attempts`.
-        messages: The prompt (messages or a string).
-        policy: Backoff and retry classification.
-        config: ``RunnableConfig`` for the model call (tags, callbacks).
-        sleep: Waits between retries (inject a no-op in tests).
-        on_retry: Told about each retry and each fallback; its errors are logged.
-
-    Returns:
-        The answer and how it was obtained.
-
-    Raises:
-        Exception: The last model error when every attempt failed (the caller wraps it).
-
-    Example:
-        >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
-        >>> attempts = plan_attempts(FakeListChatModel(responses=["ok"]))
-        >>> invoke_model(attempts, "hi").text
-        'ok'
-    """
-    plan = _retry_plan(attempts, policy, on_retry)
-    outcome: object = None
-    with closing(plan):
-        while True:
-            try:
-                step = plan.send(outcome)
-            except StopIteration as done:
-                return cast("ModelCallResult", done.value)
-            if isinstance(step, _Sleep):
-                outcome = sleep(step.seconds)
-                continue
-            try:
-                outcome = step.attempt.runnable.invoke(messages, config)
-            except Exception as exc:
-                outcome = _Failed(exc)
-
-
-async def ainvoke_model(
-    attempts: Sequence[ModelAttempt],
-    messages: LanguageModelInput,
-    *,
-    policy: RetryPolicy = DEFAULT_RETRY_POLICY,
-    config: RunnableConfig | None = None,
-    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
-    on_retry: Callable[[RetryEvent], object] | None = None,
-) -> ModelCallResult:
-    """Async twin of :func:`invoke_model` (same plan; ``sleep`` is awaited).
-
-    Example:
-        >>> import asyncio
-        >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
-        >>> attempts = plan_attempts(FakeListChatModel(responses=["ok"]))
-        >>> asyncio.run(ainvoke_model(attempts, "hi")).text
-        'ok'
-    """
-    plan = _retry_plan(attempts, policy, on_retry)
-    outcome: object = None
-    with closing(plan):
-        while True:
-            try:
-                step = plan.send(outcome)
-            except StopIteration as done:
-                return cast("ModelCallResult", done.value)
-            if isinstance(step, _Sleep):
-                outcome = await sleep(step.seconds)
-                continue
-            try:
-                outcome = await step.attempt.runnable.ainvoke(messages, config)
-            except Exception as exc:
-                outcome = _Failed(exc)
