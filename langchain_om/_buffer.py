@@ -13,46 +13,25 @@ synchronous path takes over at the threshold.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
 from langgraph.store.base import PutOp
 
-from langchain_om._core.observer import (
-    build_observer_messages,
-    format_messages_for_observer,
-    parse_observer_output,
-)
-from langchain_om._core.record import (
-    append_observations,
-    log_text,
-    make_group,
-    new_id,
-    stable_id,
-)
-from langchain_om._core.reflector import (
-    ReflectionLadder,
-    apply_reflection,
-    buffered_reflection_target,
-    build_reflector_messages,
-    compression_start_level,
-)
-from langchain_om._core.truncation import truncate_observations
+from langchain_om._core.record import append_observations, make_group, new_id, stable_id
+from langchain_om._core.reflector import apply_reflection, buffered_reflection_target
 from langchain_om._core.types import OMRecord
 from langchain_om._cycles import (
+    Cycle,
     TurnEnv,
     TurnInput,
     _emit,
-    _hook,
-    _hook_payload,
-    _text,
-    _usage,
+    call_observer,
+    call_reflector,
     iso,
 )
-from langchain_om._effects import ModelCall, Plan, StoreBatch
-from langchain_om.errors import ObserverOutputError
+from langchain_om._effects import Plan, StoreBatch
 from langchain_om.events import (
     ActivationEvent,
     BufferingEndEvent,
@@ -61,19 +40,62 @@ from langchain_om.events import (
 )
 from langchain_om.storage import buffer_ns, observed_ops, reflected_ops, reflection_ns
 
-BUFFERED_MARKER = "--- BUFFERED (pending activation) ---"
+BackgroundBody = Callable[[Cycle], Plan[dict[str, Any]]]
+"""The work of a background cycle: returns the end event's fields."""
 
 
-def _previous(env: TurnEnv, record: OMRecord, pending_texts: Sequence[str]) -> Any:
-    text = log_text(record["groups"])
-    if pending_texts:
-        text = "\n\n".join([t for t in (text, BUFFERED_MARKER, *pending_texts) if t])
-    if not text:
-        return None
-    budget = env.config.observation.previous_observer_tokens
-    return truncate_observations(
-        text, None if budget is False else int(budget), env.counter.count_text
+def background_cycle(
+    env: TurnEnv,
+    inp: TurnInput,
+    record: OMRecord,
+    *,
+    operation: Literal["observation", "reflection"],
+    tokens: int,
+    body: BackgroundBody,
+) -> Plan[None]:
+    """Run ``body`` with buffering start/end/failed events and hooks. Never raises."""
+    cycle = Cycle(env, inp, record, operation, tokens, "async-buffer")
+    cycle.emit(
+        BufferingStartEvent(
+            cycle_id=cycle.cycle_id,
+            operation_type=operation,
+            started_at=iso(env.now()),
+            tokens_to_buffer=tokens,
+            record_id=record["record_id"],
+            thread_id=record["thread_id"],
+        )
     )
+    yield from cycle.hook("start")
+    try:
+        done = yield from body(cycle)
+    except Exception as exc:
+        cycle.emit(
+            BufferingFailedEvent(
+                cycle_id=cycle.cycle_id,
+                operation_type=operation,
+                failed_at=iso(env.now()),
+                duration_ms=cycle.duration_ms,
+                tokens_attempted=tokens,
+                error=f"{type(exc).__name__}: {exc}",
+                record_id=record["record_id"],
+                thread_id=record["thread_id"],
+            )
+        )
+        yield from cycle.hook("end", error=exc)
+        return
+    cycle.emit(
+        BufferingEndEvent(
+            cycle_id=cycle.cycle_id,
+            operation_type=operation,
+            completed_at=iso(env.now()),
+            duration_ms=cycle.duration_ms,
+            tokens_buffered=tokens,
+            record_id=record["record_id"],
+            thread_id=record["thread_id"],
+            **done,
+        )
+    )
+    yield from cycle.hook("end", error=None, observations=done["observations"])
 
 
 def buffer_plan(
@@ -84,60 +106,18 @@ def buffer_plan(
     pending_texts: Sequence[str],
 ) -> Plan[None]:
     """Observe ``messages`` in the background and store the chunk. Never raises."""
-    cfg = env.config
-    cycle_id = new_id()
-    started = time.monotonic()
-    tokens_in = env.counter.count_messages(messages)
     thread_id = record["thread_id"]
-    _emit(
-        env,
-        inp,
-        BufferingStartEvent(
-            cycle_id=cycle_id,
-            operation_type="observation",
-            started_at=iso(env.now()),
-            tokens_to_buffer=tokens_in,
-            record_id=record["record_id"],
-            thread_id=thread_id,
-        ),
-    )
-    payload = _hook_payload(inp, "async-buffer", cycle_id=cycle_id)
-    yield from _hook(env, "on_observation_start", payload)
-    usage = meta = None
-    try:
-        history = format_messages_for_observer(
-            messages,
-            timezone=record["timezone"],
-            tool_result_max_tokens=cfg.observation.tool_result_max_tokens,
-            count=env.counter.count_text,
-            now=env.now(),
-            observe_attachments=cfg.observation.observe_attachments,
-        )
-        prompt = build_observer_messages(
-            history=history,
-            previous=_previous(env, record, pending_texts),
-            prior_hints={k: str(v) for k, v in record["hints"].items()},
-            instruction=cfg.observation.instruction,
-            thread_title=cfg.observation.thread_title,
-        )
-        parsed = None
-        for _ in range(2):
-            result = yield ModelCall(
-                role="observer",
-                messages=prompt,
-                input_tokens=env.counter.count_messages(prompt),
-                thread_id=thread_id,
-                resource_id=record["resource_id"],
-            )
-            usage, meta = _usage(result)
-            parsed = parse_observer_output(_text(result))
-            if not parsed.degenerate:
-                break
-        assert parsed is not None
-        if parsed.degenerate:
-            raise ObserverOutputError("degenerate Observer output twice", raw=parsed.raw)
+    tokens_in = env.counter.count_messages(messages)
+
+    def body(cycle: Cycle) -> Plan[dict[str, Any]]:
+        parsed = yield from call_observer(cycle, messages, pending_texts=pending_texts)
         text = parsed.observations.strip()
         ids = [m.id or "" for m in messages]
+        hints = (
+            ("current_task", parsed.current_task),
+            ("suggested_response", parsed.suggested_response),
+            ("thread_title", parsed.thread_title),
+        )
         chunk = {
             "id": stable_id(record["record_id"], "chunk", ids[0], ids[-1]),
             "text": text,
@@ -145,59 +125,18 @@ def buffer_plan(
             "message_ids": ids,
             "message_tokens": tokens_in,
             "created_at": iso(env.now()),
-            "hints": {
-                k: v
-                for k, v in (
-                    ("current_task", parsed.current_task),
-                    ("suggested_response", parsed.suggested_response),
-                    ("thread_title", parsed.thread_title),
-                )
-                if v
-            },
+            "hints": {k: v for k, v in hints if v},
         }
         # Persisted before announced.
         yield StoreBatch([PutOp(buffer_ns(thread_id), ids[0], chunk, index=False)])
-    except Exception as exc:
-        _emit(
-            env,
-            inp,
-            BufferingFailedEvent(
-                cycle_id=cycle_id,
-                operation_type="observation",
-                failed_at=iso(env.now()),
-                duration_ms=int((time.monotonic() - started) * 1000),
-                tokens_attempted=tokens_in,
-                error=f"{type(exc).__name__}: {exc}",
-                record_id=record["record_id"],
-                thread_id=thread_id,
-            ),
-        )
-        yield from _hook(
-            env,
-            "on_observation_end",
-            {**payload, "error": exc, "usage": usage, "provider_metadata": meta},
-        )
-        return
-    _emit(
-        env,
-        inp,
-        BufferingEndEvent(
-            cycle_id=cycle_id,
-            operation_type="observation",
-            completed_at=iso(env.now()),
-            duration_ms=int((time.monotonic() - started) * 1000),
-            tokens_buffered=tokens_in,
-            buffered_tokens=chunk["tokens"],
-            observations=text,
-            extracted_values=dict(parsed.extracted),
-            record_id=record["record_id"],
-            thread_id=thread_id,
-        ),
-    )
-    yield from _hook(
-        env,
-        "on_observation_end",
-        {**payload, "error": None, "usage": usage, "provider_metadata": meta, "observations": text},
+        return {
+            "buffered_tokens": chunk["tokens"],
+            "observations": text,
+            "extracted_values": dict(parsed.extracted),
+        }
+
+    yield from background_cycle(
+        env, inp, record, operation="observation", tokens=tokens_in, body=body
     )
 
 
@@ -269,53 +208,13 @@ def reflection_buffer_plan(
     env: TurnEnv, inp: TurnInput, record: OMRecord, group_ids: Sequence[str]
 ) -> Plan[None]:
     """Reflect the leading groups ``group_ids`` in the background and store it. Never raises."""
-    cfg = env.config
-    groups = [g for g in record["groups"] if g["id"] in set(group_ids)]
+    wanted = set(group_ids)
+    groups = [g for g in record["groups"] if g["id"] in wanted]
     slice_tokens = sum(g["tokens"] for g in groups)
-    cycle_id = new_id()
-    started = time.monotonic()
-    thread_id = record["thread_id"]
-    _emit(
-        env,
-        inp,
-        BufferingStartEvent(
-            cycle_id=cycle_id,
-            operation_type="reflection",
-            started_at=iso(env.now()),
-            tokens_to_buffer=slice_tokens,
-            record_id=record["record_id"],
-            thread_id=thread_id,
-        ),
-    )
-    payload = _hook_payload(inp, "async-buffer", cycle_id=cycle_id)
-    yield from _hook(env, "on_reflection_start", payload)
-    try:
+
+    def body(cycle: Cycle) -> Plan[dict[str, Any]]:
         target = buffered_reflection_target(slice_tokens)
-        ladder = ReflectionLadder(
-            start_level=compression_start_level(env.model_id("reflector", slice_tokens)),
-            target_tokens=max(1, target),
-            input_tokens=slice_tokens,
-        )
-        text_in = log_text(groups)
-        while (level := ladder.next_level()) is not None:
-            prompt = build_reflector_messages(
-                observations=text_in,
-                level=level,
-                instruction=cfg.reflection.instruction,
-                target_tokens=target,
-                skip_continuation_hints=True,
-            )
-            result = yield ModelCall(
-                role="reflector",
-                messages=prompt,
-                input_tokens=env.counter.count_messages(prompt),
-                thread_id=thread_id,
-                resource_id=record["resource_id"],
-            )
-            parsed = parse_observer_output(_text(result))
-            out = parsed.observations.strip()
-            ladder.record(level, parsed, env.counter.count_text(out) if out else 0)
-        best = ladder.result()
+        best = yield from call_reflector(cycle, groups, target=target, skip_continuation_hints=True)
         value = {
             "id": stable_id(record["record_id"], "bref", *group_ids),
             "text": best.text,
@@ -324,40 +223,12 @@ def reflection_buffer_plan(
             "group_ids": list(group_ids),
             "created_at": iso(env.now()),
         }
-        yield StoreBatch([PutOp(reflection_ns(thread_id), "current", value, index=False)])
-    except Exception as exc:
-        _emit(
-            env,
-            inp,
-            BufferingFailedEvent(
-                cycle_id=cycle_id,
-                operation_type="reflection",
-                failed_at=iso(env.now()),
-                duration_ms=int((time.monotonic() - started) * 1000),
-                tokens_attempted=slice_tokens,
-                error=f"{type(exc).__name__}: {exc}",
-                record_id=record["record_id"],
-                thread_id=thread_id,
-            ),
-        )
-        yield from _hook(env, "on_reflection_end", {**payload, "error": exc})
-        return
-    _emit(
-        env,
-        inp,
-        BufferingEndEvent(
-            cycle_id=cycle_id,
-            operation_type="reflection",
-            completed_at=iso(env.now()),
-            duration_ms=int((time.monotonic() - started) * 1000),
-            tokens_buffered=slice_tokens,
-            buffered_tokens=best.tokens,
-            observations=best.text,
-            record_id=record["record_id"],
-            thread_id=thread_id,
-        ),
+        yield StoreBatch([PutOp(reflection_ns(record["thread_id"]), "current", value, index=False)])
+        return {"buffered_tokens": best.tokens, "observations": best.text}
+
+    yield from background_cycle(
+        env, inp, record, operation="reflection", tokens=slice_tokens, body=body
     )
-    yield from _hook(env, "on_reflection_end", {**payload, "error": None})
 
 
 def reflection_is_valid(record: OMRecord, buffered: Mapping[str, Any] | None) -> bool:

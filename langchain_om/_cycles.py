@@ -15,6 +15,7 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_om._core.observer import (
+    ObserverOutput,
     build_observer_messages,
     format_messages_for_observer,
     parse_observer_output,
@@ -27,6 +28,7 @@ from langchain_om._core.record import (
     stable_id,
 )
 from langchain_om._core.reflector import (
+    LadderResult,
     ReflectionLadder,
     apply_reflection,
     build_reflector_messages,
@@ -34,8 +36,8 @@ from langchain_om._core.reflector import (
     compression_start_level,
 )
 from langchain_om._core.tokens import TokenCounter
-from langchain_om._core.truncation import truncate_observations
-from langchain_om._core.types import OM_META_KEY, OMRecord
+from langchain_om._core.truncation import TruncatedObservations, truncate_observations
+from langchain_om._core.types import OM_META_KEY, ObservationGroup, OMRecord
 from langchain_om._effects import HookCall, ModelCall, Plan, StoreBatch
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import CycleFailedError, ObserverOutputError
@@ -53,6 +55,7 @@ from langchain_om.events import (
 from langchain_om.storage import observed_ops, reflected_ops
 
 Trigger = Literal["manual", "turn-sync", "async-buffer"]
+BUFFERED_MARKER = "--- BUFFERED (pending activation) ---"
 
 
 @dataclass
@@ -246,6 +249,231 @@ def _text(result: Any) -> str:
     return str(message)
 
 
+@dataclass
+class Cycle:
+    """One observation or reflection cycle: its ids, timing and what the model reported."""
+
+    env: TurnEnv
+    inp: TurnInput
+    record: OMRecord
+    operation: Literal["observation", "reflection"]
+    tokens: int
+    """Input tokens (messages to observe, or observations to reflect)."""
+    trigger: Trigger
+    cycle_id: str = field(default_factory=new_id)
+    started: float = field(default_factory=time.monotonic)
+    usage: dict[str, Any] | None = None
+    provider_metadata: dict[str, Any] | None = None
+
+    @property
+    def duration_ms(self) -> int:
+        return int((time.monotonic() - self.started) * 1000)
+
+    def emit(self, event: OMEvent) -> None:
+        _emit(self.env, self.inp, event)
+
+    def note(self, result: Any) -> None:
+        """Keep the usage and provider metadata of a model result."""
+        self.usage, self.provider_metadata = _usage(result)
+
+    def hook(self, when: Literal["start", "end"], **extra: Any) -> Plan[None]:
+        name = f"on_{self.operation}_{when}"
+        payload = _hook_payload(self.inp, self.trigger, cycle_id=self.cycle_id, **extra)
+        if when == "end":
+            payload.setdefault("usage", self.usage)
+            payload.setdefault("provider_metadata", self.provider_metadata)
+        yield from _hook(self.env, name, payload)
+
+    def failed(self, error: str, *, retrying: bool = False) -> ObservationFailedEvent:
+        return ObservationFailedEvent(
+            cycle_id=self.cycle_id,
+            operation_type=self.operation,
+            failed_at=iso(self.env.now()),
+            duration_ms=self.duration_ms,
+            tokens_attempted=self.tokens,
+            error=error,
+            retrying=retrying,
+            record_id=self.record["record_id"],
+            thread_id=self.record["thread_id"],
+            trigger=self.trigger,
+        )
+
+
+CycleBody = Callable[[Cycle], Plan[tuple[OMRecord, dict[str, Any]]]]
+"""The work of a synchronous cycle: returns the new record and the end event's fields."""
+
+
+def sync_cycle(
+    env: TurnEnv,
+    inp: TurnInput,
+    record: OMRecord,
+    *,
+    operation: Literal["observation", "reflection"],
+    tokens: int,
+    body: CycleBody,
+) -> Plan[OMRecord]:
+    """Run ``body`` with start/end/failed events and hooks around it.
+
+    Raises:
+        CycleFailedError: ``body`` failed; ``record`` is unchanged (nothing was written).
+    """
+    cycle = Cycle(env, inp, record, operation, tokens, inp.trigger)
+    cycle.emit(
+        ObservationStartEvent(
+            cycle_id=cycle.cycle_id,
+            operation_type=operation,
+            started_at=iso(env.now()),
+            tokens_to_observe=tokens,
+            record_id=record["record_id"],
+            thread_id=record["thread_id"],
+            trigger=inp.trigger,
+            config=_config_snapshot(env.config),
+        )
+    )
+    yield from cycle.hook("start")
+    try:
+        new, done = yield from body(cycle)
+    except Exception as exc:
+        cycle.emit(cycle.failed(f"{type(exc).__name__}: {exc}"))
+        yield from cycle.hook("end", error=exc)
+        if operation == "observation":
+            message = (
+                f"Observation failed for thread {record['thread_id']!r}: {exc}. Nothing was "
+                "removed from context. Set observation.failure_policy='continue' to go on "
+                "without observing."
+            )
+        else:
+            message = (
+                f"Reflection failed for thread {record['thread_id']!r}: {exc}. The observation "
+                "log is unchanged."
+            )
+        raise CycleFailedError(message, operation=operation, thread_id=record["thread_id"]) from exc
+    cycle.emit(
+        ObservationEndEvent(
+            cycle_id=cycle.cycle_id,
+            operation_type=operation,
+            completed_at=iso(env.now()),
+            duration_ms=cycle.duration_ms,
+            tokens_observed=tokens,
+            record_id=record["record_id"],
+            thread_id=record["thread_id"],
+            trigger=inp.trigger,
+            **done,
+        )
+    )
+    if new.get("title") and new.get("title") != record.get("title"):
+        cycle.emit(
+            ThreadUpdateEvent(
+                cycle_id=cycle.cycle_id,
+                thread_id=record["thread_id"],
+                old_title=record.get("title"),
+                new_title=str(new["title"]),
+                timestamp=iso(env.now()),
+            )
+        )
+    yield from cycle.hook(
+        "end", error=None, observations=done["observations"], generation=new["generation"]
+    )
+    return new
+
+
+def previous_view(
+    env: TurnEnv, record: OMRecord, pending_texts: Sequence[str] = ()
+) -> TruncatedObservations | None:
+    """The previous observations the Observer is shown (budgeted; buffered chunks last)."""
+    text = log_text(record["groups"])
+    if pending_texts:
+        text = "\n\n".join(t for t in (text, BUFFERED_MARKER, *pending_texts) if t)
+    if not text:
+        return None
+    budget = env.config.observation.previous_observer_tokens
+    return truncate_observations(
+        text, None if budget is False else int(budget), env.counter.count_text
+    )
+
+
+def call_observer(
+    cycle: Cycle, batch: Sequence[BaseMessage], *, pending_texts: Sequence[str] = ()
+) -> Plan[ObserverOutput]:
+    """Ask the Observer about ``batch``; a degenerate answer is retried once, then rejected."""
+    env, record = cycle.env, cycle.record
+    cfg = env.config
+    history = format_messages_for_observer(
+        batch,
+        timezone=record["timezone"],
+        tool_result_max_tokens=cfg.observation.tool_result_max_tokens,
+        count=env.counter.count_text,
+        now=env.now(),
+        observe_attachments=cfg.observation.observe_attachments,
+    )
+    prompt = build_observer_messages(
+        history=history,
+        previous=previous_view(env, record, pending_texts),
+        prior_hints={k: str(v) for k, v in record["hints"].items()},
+        instruction=cfg.observation.instruction,
+        thread_title=cfg.observation.thread_title,
+    )
+    prompt_tokens = env.counter.count_messages(prompt)
+    parsed: ObserverOutput | None = None
+    for attempt in range(2):
+        result = yield ModelCall(
+            role="observer",
+            messages=prompt,
+            input_tokens=prompt_tokens,
+            thread_id=record["thread_id"],
+            resource_id=record["resource_id"],
+        )
+        cycle.note(result)
+        parsed = parse_observer_output(_text(result))
+        if not parsed.degenerate:
+            return parsed
+        if attempt == 0 and cycle.trigger != "async-buffer":
+            cycle.emit(cycle.failed("degenerate Observer output; retrying", retrying=True))
+    raise ObserverOutputError(
+        "The Observer produced degenerate (repeating) output twice; nothing was observed.",
+        raw=parsed.raw if parsed is not None else "",
+    )
+
+
+def call_reflector(
+    cycle: Cycle,
+    groups: Sequence[ObservationGroup],
+    *,
+    target: int,
+    skip_continuation_hints: bool = False,
+) -> Plan[LadderResult]:
+    """Condense ``groups`` with the compression ladder (escalating until it fits)."""
+    env = cycle.env
+    text_in = log_text(groups)
+    ladder = ReflectionLadder(
+        start_level=compression_start_level(env.model_id("reflector", cycle.tokens)),
+        target_tokens=max(1, target),
+        input_tokens=cycle.tokens,
+    )
+    while (level := ladder.next_level()) is not None:
+        prompt = build_reflector_messages(
+            observations=text_in,
+            level=level,
+            instruction=env.config.reflection.instruction,
+            target_tokens=target,
+            skip_continuation_hints=skip_continuation_hints,
+        )
+        result = yield ModelCall(
+            role="reflector",
+            messages=prompt,
+            input_tokens=env.counter.count_messages(prompt),
+            thread_id=cycle.record["thread_id"],
+            resource_id=cycle.record["resource_id"],
+        )
+        cycle.note(result)
+        parsed = parse_observer_output(_text(result))
+        out = parsed.observations.strip()
+        verdict = ladder.record(level, parsed, env.counter.count_text(out) if out else 0)
+        if verdict != "fits" and not ladder.done and cycle.trigger != "async-buffer":
+            cycle.emit(cycle.failed(f"reflection attempt {verdict}; retrying", retrying=True))
+    return ladder.result()
+
+
 def observe_plan(
     env: TurnEnv, inp: TurnInput, record: OMRecord, batch: list[BaseMessage]
 ) -> Plan[OMRecord]:
@@ -255,104 +483,26 @@ def observe_plan(
         CycleFailedError: the Observer failed; ``record`` is unchanged and nothing was archived.
     """
     cfg = env.config
-    trigger = inp.trigger
-    now = env.now()
-    cycle_id = new_id()
-    started = time.monotonic()
-    tokens_in = env.counter.count_messages(batch)
-    _emit(
-        env,
-        inp,
-        ObservationStartEvent(
-            cycle_id=cycle_id,
-            operation_type="observation",
-            started_at=iso(now),
-            tokens_to_observe=tokens_in,
-            record_id=record["record_id"],
-            thread_id=record["thread_id"],
-            trigger=trigger,
-            config=_config_snapshot(cfg),
-        ),
-    )
-    yield from _hook(env, "on_observation_start", _hook_payload(inp, trigger, cycle_id=cycle_id))
-    usage: dict[str, Any] | None = None
-    provider_meta: dict[str, Any] | None = None
-    try:
-        history = format_messages_for_observer(
-            batch,
-            timezone=record["timezone"],
-            tool_result_max_tokens=cfg.observation.tool_result_max_tokens,
-            count=env.counter.count_text,
-            now=now,
-            observe_attachments=cfg.observation.observe_attachments,
-        )
-        budget = cfg.observation.previous_observer_tokens
-        previous_text = log_text(record["groups"])
-        previous = (
-            truncate_observations(
-                previous_text, None if budget is False else int(budget), env.counter.count_text
-            )
-            if previous_text
-            else None
-        )
-        prompt = build_observer_messages(
-            history=history,
-            previous=previous,
-            prior_hints={k: str(v) for k, v in record["hints"].items()},
-            instruction=cfg.observation.instruction,
-            thread_title=cfg.observation.thread_title,
-        )
-        prompt_tokens = env.counter.count_messages(prompt)
-        parsed = None
-        for attempt in range(2):
-            result = yield ModelCall(
-                role="observer",
-                messages=prompt,
-                input_tokens=prompt_tokens,
-                thread_id=inp.thread_id,
-                resource_id=inp.resource_id,
-            )
-            usage, provider_meta = _usage(result)
-            parsed = parse_observer_output(_text(result))
-            if not parsed.degenerate:
-                break
-            if attempt == 0:
-                _emit(
-                    env,
-                    inp,
-                    _failed(
-                        env,
-                        record,
-                        cycle_id,
-                        "observation",
-                        started,
-                        tokens_in,
-                        "degenerate repetition in Observer output; retrying",
-                        trigger,
-                        retrying=True,
-                    ),
-                )
-        assert parsed is not None
-        if parsed.degenerate:
-            raise ObserverOutputError(
-                "The Observer produced degenerate (repeating) output twice; nothing was observed.",
-                raw=parsed.raw,
-            )
+
+    def body(cycle: Cycle) -> Plan[tuple[OMRecord, dict[str, Any]]]:
+        parsed = yield from call_observer(cycle, batch)
+        now = iso(env.now())
         text = parsed.observations.strip()
+        ids = [m.id or "" for m in batch]
         group = make_group(
             text=text,
             tokens=env.counter.count_text(text) if text else 0,
-            message_ids=[m.id or "" for m in batch],
-            observed_at=iso(now),
+            message_ids=ids,
+            observed_at=now,
             group_id=stable_id(
-                record["record_id"], "obs", record["observed_message_count"], batch[0].id
+                record["record_id"], "obs", record["observed_message_count"], ids[0]
             ),
         )
         new = append_observations(
             record,
             group=group,
-            observed_ids=[m.id or "" for m in batch],
-            observed_tokens=tokens_in,
+            observed_ids=ids,
+            observed_tokens=cycle.tokens,
             hints={
                 "current_task": parsed.current_task,
                 "suggested_response": parsed.suggested_response,
@@ -360,88 +510,22 @@ def observe_plan(
             },
             extracted=parsed.extracted,
             thread_title=cfg.observation.thread_title,
-            now=iso(now),
+            now=now,
         )
         # Archive first: the messages leave the window only after they are stored.
         yield StoreBatch(observed_ops(batch, before=record, after=new, vector=env.vector))
-    except Exception as exc:
-        _emit(
-            env,
-            inp,
-            _failed(
-                env,
-                record,
-                cycle_id,
-                "observation",
-                started,
-                tokens_in,
-                f"{type(exc).__name__}: {exc}",
-                trigger,
-            ),
-        )
-        yield from _hook(
-            env,
-            "on_observation_end",
-            _hook_payload(
-                inp,
-                trigger,
-                cycle_id=cycle_id,
-                error=exc,
-                usage=usage,
-                provider_metadata=provider_meta,
-            ),
-        )
-        raise CycleFailedError(
-            f"Observation failed for thread {record['thread_id']!r}: {exc}. Nothing was removed "
-            "from context. Set observation.failure_policy='continue' to go on without observing.",
-            operation="observation",
-            thread_id=record["thread_id"],
-        ) from exc
-    _emit(
-        env,
-        inp,
-        ObservationEndEvent(
-            cycle_id=cycle_id,
-            operation_type="observation",
-            completed_at=iso(env.now()),
-            duration_ms=int((time.monotonic() - started) * 1000),
-            tokens_observed=tokens_in,
-            observation_tokens=group["tokens"],
-            observations=text,
-            current_task=parsed.current_task,
-            suggested_response=parsed.suggested_response,
-            extracted_values=dict(parsed.extracted),
-            record_id=record["record_id"],
-            thread_id=record["thread_id"],
-            trigger=trigger,
-        ),
+        return new, {
+            "observation_tokens": group["tokens"],
+            "observations": text,
+            "current_task": parsed.current_task,
+            "suggested_response": parsed.suggested_response,
+            "extracted_values": dict(parsed.extracted),
+        }
+
+    tokens = env.counter.count_messages(batch)
+    return (
+        yield from sync_cycle(env, inp, record, operation="observation", tokens=tokens, body=body)
     )
-    if new.get("title") and new.get("title") != record.get("title"):
-        _emit(
-            env,
-            inp,
-            ThreadUpdateEvent(
-                cycle_id=cycle_id,
-                thread_id=record["thread_id"],
-                old_title=record.get("title"),
-                new_title=str(new["title"]),
-                timestamp=iso(env.now()),
-            ),
-        )
-    yield from _hook(
-        env,
-        "on_observation_end",
-        _hook_payload(
-            inp,
-            trigger,
-            cycle_id=cycle_id,
-            error=None,
-            usage=usage,
-            provider_metadata=provider_meta,
-            observations=text,
-        ),
-    )
-    return new
 
 
 def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecord]:
@@ -450,76 +534,14 @@ def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecor
     Raises:
         CycleFailedError: no usable reflection; ``record`` is unchanged.
     """
-    cfg = env.config
-    trigger = inp.trigger
     groups = record["groups"]
     if not groups:
         return record
-    cycle_id = new_id()
-    started = time.monotonic()
-    now = env.now()
-    threshold = cfg.reflection.observation_tokens
-    input_tokens = record["observation_tokens"]
-    _emit(
-        env,
-        inp,
-        ObservationStartEvent(
-            cycle_id=cycle_id,
-            operation_type="reflection",
-            started_at=iso(now),
-            tokens_to_observe=input_tokens,
-            record_id=record["record_id"],
-            thread_id=record["thread_id"],
-            trigger=trigger,
-            config=_config_snapshot(cfg),
-        ),
-    )
-    yield from _hook(env, "on_reflection_start", _hook_payload(inp, trigger, cycle_id=cycle_id))
-    usage: dict[str, Any] | None = None
-    provider_meta: dict[str, Any] | None = None
-    covered = [g["id"] for g in groups]
-    text_in = log_text(groups)
-    try:
-        ladder = ReflectionLadder(
-            start_level=compression_start_level(env.model_id("reflector", input_tokens)),
-            target_tokens=threshold,
-            input_tokens=input_tokens,
-        )
-        while (level := ladder.next_level()) is not None:
-            prompt = build_reflector_messages(
-                observations=text_in,
-                level=level,
-                instruction=cfg.reflection.instruction,
-                target_tokens=threshold,
-            )
-            result = yield ModelCall(
-                role="reflector",
-                messages=prompt,
-                input_tokens=env.counter.count_messages(prompt),
-                thread_id=inp.thread_id,
-                resource_id=inp.resource_id,
-            )
-            usage, provider_meta = _usage(result)
-            parsed = parse_observer_output(_text(result))
-            out = parsed.observations.strip()
-            verdict = ladder.record(level, parsed, env.counter.count_text(out) if out else 0)
-            if verdict != "fits" and ladder.next_level() is not None:
-                _emit(
-                    env,
-                    inp,
-                    _failed(
-                        env,
-                        record,
-                        cycle_id,
-                        "reflection",
-                        started,
-                        input_tokens,
-                        f"reflection attempt {verdict}; retrying",
-                        trigger,
-                        retrying=True,
-                    ),
-                )
-        best = ladder.result()
+    threshold = env.config.reflection.observation_tokens
+
+    def body(cycle: Cycle) -> Plan[tuple[OMRecord, dict[str, Any]]]:
+        best = yield from call_reflector(cycle, groups, target=threshold)
+        covered = [g["id"] for g in groups]
         new = apply_reflection(
             record,
             text=best.text,
@@ -527,7 +549,7 @@ def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecor
             covered_group_ids=covered,
             now=iso(env.now()),
             new_group_id=stable_id(record["record_id"], "ref", record["generation"] + 1, *covered),
-            suggested_response=best.output.suggested_response if best.output else None,
+            suggested_response=best.output.suggested_response,
         )
         new["reflection_suppressed_at_tokens"] = churn_guard_after(
             best.tokens, threshold, new["observation_tokens"]
@@ -535,96 +557,15 @@ def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecor
         index = reflected_ops(record, new, vector=env.vector)
         if index:
             yield StoreBatch(index)
-    except Exception as exc:
-        _emit(
-            env,
-            inp,
-            _failed(
-                env,
-                record,
-                cycle_id,
-                "reflection",
-                started,
-                input_tokens,
-                f"{type(exc).__name__}: {exc}",
-                trigger,
-            ),
-        )
-        yield from _hook(
-            env,
-            "on_reflection_end",
-            _hook_payload(
-                inp,
-                trigger,
-                cycle_id=cycle_id,
-                error=exc,
-                usage=usage,
-                provider_metadata=provider_meta,
-            ),
-        )
-        raise CycleFailedError(
-            f"Reflection failed for thread {record['thread_id']!r}: {exc}. The observation log "
-            "is unchanged.",
-            operation="reflection",
-            thread_id=record["thread_id"],
-        ) from exc
-    _emit(
-        env,
-        inp,
-        ObservationEndEvent(
-            cycle_id=cycle_id,
-            operation_type="reflection",
-            completed_at=iso(env.now()),
-            duration_ms=int((time.monotonic() - started) * 1000),
-            tokens_observed=input_tokens,
-            observation_tokens=new["observation_tokens"],
-            observations=best.text,
-            suggested_response=best.output.suggested_response if best.output else None,
-            record_id=record["record_id"],
-            thread_id=record["thread_id"],
-            trigger=trigger,
-        ),
-    )
-    yield from _hook(
-        env,
-        "on_reflection_end",
-        _hook_payload(
-            inp,
-            trigger,
-            cycle_id=cycle_id,
-            error=None,
-            usage=usage,
-            provider_metadata=provider_meta,
-            observations=best.text,
-            generation=new["generation"],
-        ),
-    )
-    return new
+        return new, {
+            "observation_tokens": new["observation_tokens"],
+            "observations": best.text,
+            "suggested_response": best.output.suggested_response,
+        }
 
-
-def _failed(
-    env: TurnEnv,
-    record: OMRecord,
-    cycle_id: str,
-    operation: Literal["observation", "reflection"],
-    started: float,
-    tokens: int,
-    error: str,
-    trigger: Trigger,
-    *,
-    retrying: bool = False,
-) -> ObservationFailedEvent:
-    return ObservationFailedEvent(
-        cycle_id=cycle_id,
-        operation_type=operation,
-        failed_at=iso(env.now()),
-        duration_ms=int((time.monotonic() - started) * 1000),
-        tokens_attempted=tokens,
-        error=error,
-        retrying=retrying,
-        record_id=record["record_id"],
-        thread_id=record["thread_id"],
-        trigger=trigger,
+    tokens = record["observation_tokens"]
+    return (
+        yield from sync_cycle(env, inp, record, operation="reflection", tokens=tokens, body=body)
     )
 
 

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool
@@ -66,7 +66,29 @@ from langchain_om.storage import state_get_op, state_put_op, unpack_state
 
 logger = logging.getLogger("langchain_om")
 
-__all__ = ["ObservationalMemory", "ThreadSnapshot"]
+__all__ = ["ObservationalMemory", "StepOptions", "ThreadSnapshot"]
+
+
+class StepOptions(TypedDict, total=False):
+    """Optional arguments of :meth:`ObservationalMemory.step`."""
+
+    record: OMRecord | dict[str, Any] | None
+    """The thread's OM record (``None`` starts a new one)."""
+    resource_id: str | None
+    step_number: int
+    """Model calls already made in this turn (for ``data-om-status``)."""
+    emit: Callable[[OMEvent], None] | None
+    """Also send this step's events here (e.g. LangGraph's stream writer)."""
+    observe: bool
+    """Allow activation, synchronous observation and buffering (default ``True``)."""
+    reflect: bool
+    """Allow reflection (default ``True``)."""
+    actor_model: str | None
+    """``provider/model`` of the agent's model (idle TTL ``"auto"``, provider change)."""
+    sync_cycles: bool
+    """Allow synchronous Observer/Reflector calls (the graph gate leaves them to nodes)."""
+    emit_status: bool
+    """Emit ``data-om-status`` (default ``True``)."""
 
 
 @dataclass(frozen=True)
@@ -294,41 +316,43 @@ class ObservationalMemory:
             **kwargs,
         )
 
+    def _step_input(
+        self, thread_id: str | None, window: Sequence[BaseMessage], options: StepOptions
+    ) -> TurnInput:
+        opts: dict[str, Any] = dict(options)
+        renames = {"observe": "allow_observe", "reflect": "allow_reflect"}
+        fields: dict[str, Any] = {
+            renames.get(k, k): v for k, v in opts.items() if k not in ("record", "resource_id")
+        }
+        return self._turn_input(
+            thread_id=thread_id,
+            resource_id=opts.get("resource_id"),
+            record=opts.get("record"),
+            window=window,
+            **fields,
+        )
+
     def step(
         self,
         *,
         thread_id: str | None,
         window: Sequence[BaseMessage],
-        record: OMRecord | dict[str, Any] | None = None,
-        resource_id: str | None = None,
-        step_number: int = 0,
-        emit: Callable[[OMEvent], None] | None = None,
-        observe: bool = True,
-        reflect: bool = True,
-        actor_model: str | None = None,
-        sync_cycles: bool = True,
-        emit_status: bool = True,
+        **options: Unpack[StepOptions],
     ) -> TurnOutcome:
-        """Run one turn step on ``window`` (the unobserved messages) and ``record``.
+        """Run one step on ``window`` (the unobserved messages) and ``record``.
 
         This is what the graph nodes, the middleware and the history adapter call before a
-        model call. It observes when the window is over the threshold and reflects when the log
-        is; it returns the new record, the new window and the messages that left it (already
-        archived in the store).
+        model call. It activates buffered observations, observes when the window is over the
+        threshold, reflects when the log is, and starts background buffering; it returns the
+        new record, the new window and the messages that left it (already archived).
+
+        Args:
+            thread_id: the conversation.
+            window: its unobserved messages, oldest first.
+            **options: see :class:`StepOptions` (``record``, ``resource_id``, ``emit``,
+                ``actor_model``, ...).
         """
-        inp = self._turn_input(
-            thread_id=thread_id,
-            resource_id=resource_id,
-            record=record,
-            window=window,
-            step_number=step_number,
-            emit=emit,
-            allow_observe=observe,
-            allow_reflect=reflect,
-            actor_model=actor_model,
-            sync_cycles=sync_cycles,
-            emit_status=emit_status,
-        )
+        inp = self._step_input(thread_id, window, options)
         return self._finish(run_sync(turn_plan(self._env, inp), self._executor), False)
 
     async def astep(
@@ -336,30 +360,10 @@ class ObservationalMemory:
         *,
         thread_id: str | None,
         window: Sequence[BaseMessage],
-        record: OMRecord | dict[str, Any] | None = None,
-        resource_id: str | None = None,
-        step_number: int = 0,
-        emit: Callable[[OMEvent], None] | None = None,
-        observe: bool = True,
-        reflect: bool = True,
-        actor_model: str | None = None,
-        sync_cycles: bool = True,
-        emit_status: bool = True,
+        **options: Unpack[StepOptions],
     ) -> TurnOutcome:
         """Async twin of :meth:`step`."""
-        inp = self._turn_input(
-            thread_id=thread_id,
-            resource_id=resource_id,
-            record=record,
-            window=window,
-            step_number=step_number,
-            emit=emit,
-            allow_observe=observe,
-            allow_reflect=reflect,
-            actor_model=actor_model,
-            sync_cycles=sync_cycles,
-            emit_status=emit_status,
-        )
+        inp = self._step_input(thread_id, window, options)
         return self._finish(await run_async(turn_plan(self._env, inp), self._executor), True)
 
     def end_turn(
