@@ -254,3 +254,32 @@ def test_observer_sees_previous_observations_and_hints() -> None:
     assert "## Previous Observations" in prompt and "User likes tea" in prompt
     assert "prior current-task: tea" in prompt
     assert "second" in prompt and "first" not in prompt.split("## New Messages to Observe")[1]
+
+
+def test_thread_title_updates_emit_an_event() -> None:
+    titled = OBS + "\n<thread-title>Tea preferences</thread-title>"
+    memory = make_memory(
+        model=ScriptedChatModel(script=[titled]),
+        observation={"message_tokens": 2_000, "buffer_tokens": False, "thread_title": True},
+    )
+    events: list[Any] = []
+    memory.on_debug_event = events.append
+    snap = memory.observe(thread_id="t", messages=[HumanMessage("I like tea")])
+    assert snap.record["title"] == "Tea preferences"
+    update = [e for e in events if e.type == "data-om-thread-update"]
+    assert len(update) == 1 and update[0].new_title == "Tea preferences"
+    assert update[0].old_title is None
+
+
+def test_share_token_budget_moves_the_message_threshold() -> None:
+    memory = make_memory(
+        share_token_budget=True,
+        observation={"message_tokens": 1_000, "buffer_tokens": False},
+        reflection={"observation_tokens": 3_000},
+    )
+    empty = memory.new_record(thread_id="t")
+    assert memory.threshold(empty) == 4_000
+    grown = {**empty, "observation_tokens": 2_500}
+    assert memory.threshold(grown) == 1_500
+    full = {**empty, "observation_tokens": 3_500}
+    assert memory.threshold(full) == 1_000
