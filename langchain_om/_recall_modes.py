@@ -1,0 +1,593 @@
+"""The ``recall`` tool's modes, as plans of store batches.
+
+:func:`recall_plan` runs one tool call: it finds the caller's resource and thread, then pages
+archived messages (``mode="messages"``: cursor lookup through the id index, page bounds,
+filtered scans), lists the resource's threads (``mode="threads"``) or searches the vector
+index (``mode="search"``), and fits the result into the token budget. Problems the model should
+see come back as ``{"error": ...}``. The plans only yield :class:`~langchain_om._effects.StoreBatch`
+effects, so :mod:`langchain_om.tools` drives the same code sync or async.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from langchain_core.messages import BaseMessage
+from langgraph.store.base import GetOp, Item, SearchItem, SearchOp
+
+from langchain_om._core.recall import (
+    Anchor,
+    Count,
+    Detail,
+    PartFilter,
+    clamp_limit,
+    cut_chars,
+    filtered_scan_start,
+    fit_budget,
+    json_text,
+    message_parts,
+    normalize_page,
+    page_bounds,
+    parse_when,
+    render_message,
+    short_ts,
+    sort_threads,
+    thread_in_window,
+)
+from langchain_om._effects import Plan, StoreBatch
+from langchain_om.storage import (
+    INDEX_MARKER,
+    archive_ns,
+    archived_message,
+    msgindex_ns,
+    search_ns,
+    seq_key,
+    state_ns,
+    threads_ns,
+    unpack_state,
+)
+
+if TYPE_CHECKING:
+    from langchain_om.tools import RecallInput
+
+__all__ = ["recall_plan"]
+
+SCAN_CHUNK = 100
+"""Messages fetched per batch when a filter makes paging scan."""
+MAX_SCAN = 2000
+"""Most messages one filtered call looks at."""
+MAX_THREADS = 1000
+"""Most threads listed or searched for a cursor."""
+ENVELOPE_MARGIN = 32
+"""Tokens kept free for the result's own fields."""
+
+
+# --------------------------------------------------------------------------------------------
+# Who is asking, with what settings, about which thread
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Caller:
+    thread_id: str | None
+    resource_id: str | None
+    scope: Literal["thread", "resource"]
+    window: list[BaseMessage] | None = None
+    """The current thread's unobserved messages, when the tool can see them (agent state)."""
+    record: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class _Settings:
+    vector: bool
+    token_budget: int
+    count: Count
+
+
+@dataclass(frozen=True)
+class _Thread:
+    thread_id: str
+    current: bool
+    archived: int
+    window: list[BaseMessage] = field(default_factory=list)
+    info: Mapping[str, Any] | None = None
+
+    @property
+    def total(self) -> int:
+        return self.archived + len(self.window)
+
+
+class _RecallError(Exception):
+    """A problem to report to the model as the tool result (never raised to the caller)."""
+
+
+def _str(value: Any) -> str | None:
+    return str(value) if value is not None and value != "" else None
+
+
+# --------------------------------------------------------------------------------------------
+# The plan (one implementation, driven sync or async)
+# --------------------------------------------------------------------------------------------
+
+
+def recall_plan(settings: _Settings, caller: _Caller, args: RecallInput) -> Plan[dict[str, Any]]:
+    """The whole tool call as a plan of store batches; problems become ``{"error": ...}``."""
+    try:
+        caller = yield from _bind_resource(caller)
+        if args.mode == "threads":
+            return (yield from _threads_mode(settings, caller, args))
+        if args.mode == "search":
+            return (yield from _search_mode(settings, caller, args))
+        return (yield from _messages_mode(settings, caller, args))
+    except _RecallError as exc:
+        return {"error": str(exc), "mode": args.mode}
+
+
+def _bind_resource(caller: _Caller) -> Plan[_Caller]:
+    """Without a resource id in the config, the current thread's own record names it."""
+    if caller.resource_id is not None or caller.thread_id is None:
+        return caller
+    record = caller.record
+    if record is None:
+        (item,) = yield StoreBatch([GetOp(state_ns(caller.thread_id), "current")])
+        record, _ = unpack_state(item)
+    resource = _str(record.get("resource_id")) if record else None
+    if resource is None:
+        return caller
+    return _Caller(caller.thread_id, resource, caller.scope, caller.window, caller.record)
+
+
+def _effective_scope(caller: _Caller) -> Literal["thread", "resource"]:
+    return "resource" if caller.scope == "resource" and caller.resource_id else "thread"
+
+
+def _owned(value: Mapping[str, Any], caller: _Caller, thread: _Thread) -> bool:
+    if value.get("thread_id") not in (None, thread.thread_id):
+        return False
+    owner = value.get("resource_id")
+    return owner == caller.resource_id or (thread.current and owner is None)
+
+
+def _load_thread(caller: _Caller, requested: str | None) -> Plan[_Thread]:
+    """Resolve ``thread_id`` (``None``/``"current"`` = the caller's) and check it is theirs."""
+    if requested in (None, "", "current") or requested == caller.thread_id:
+        if caller.thread_id is None:
+            raise _RecallError(
+                "No current thread: run the tool with config={'configurable': {'thread_id': ...}}"
+                " or pass a thread_id from mode='threads'."
+            )
+        thread_id, current = caller.thread_id, True
+    else:
+        assert requested is not None
+        if _effective_scope(caller) == "thread":
+            raise _RecallError(
+                f"Thread {requested!r} is not available: recall is limited to the current thread."
+            )
+        thread_id, current = requested, False
+    ops: list[GetOp] = [GetOp(threads_ns(caller.resource_id), thread_id)]
+    if current and caller.resource_id is not None:
+        ops.append(GetOp(threads_ns(None), thread_id))
+    ops.append(GetOp(state_ns(thread_id), "current"))
+    results = yield StoreBatch(ops)
+    registry = _registry_value(results[0], caller.resource_id)
+    if registry is None and current and caller.resource_id is not None:
+        registry = _registry_value(results[1], None)
+    if registry is None and not current:
+        raise _RecallError(
+            f"Unknown thread {requested!r}. Use mode='threads' to list the available threads."
+        )
+    record, window = unpack_state(results[-1])
+    owner = record.get("resource_id") if record else None
+    if record is not None and not (owner == caller.resource_id or (current and owner is None)):
+        record, window = None, []
+    if current and caller.window is not None:
+        window = list(caller.window)
+    if registry is not None:
+        archived = int(registry.get("archived_messages") or 0)
+    elif current and caller.record is not None:
+        archived = int(caller.record.get("observed_message_count") or 0)
+    elif record is not None:
+        archived = int(record.get("observed_message_count") or 0)
+    else:
+        archived = 0
+    return _Thread(thread_id, current, archived, window, registry)
+
+
+def _registry_value(item: Item | None, resource_id: str | None) -> Mapping[str, Any] | None:
+    if item is None or not isinstance(item.value, Mapping):
+        return None
+    return item.value if item.value.get("resource_id") == resource_id else None
+
+
+# -- messages mode -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Located:
+    thread: _Thread
+    seq: int
+
+
+def _find_in_thread(
+    caller: _Caller, thread: _Thread, message_id: str, *, scan: bool = True
+) -> Plan[int | None]:
+    """Position of ``message_id`` in ``thread``: window, then the id index, then a search."""
+    for offset, message in enumerate(thread.window):
+        if message.id == message_id:
+            return thread.archived + offset
+    ns = msgindex_ns(thread.thread_id)
+    item, marker = yield StoreBatch([GetOp(ns, message_id), GetOp(ns, INDEX_MARKER)])
+    seq = item.value.get("seq") if item is not None else None
+    if isinstance(seq, int) and 0 <= seq < thread.archived:
+        return seq
+    if not scan or marker is not None:
+        return None
+    (found,) = yield StoreBatch(
+        [SearchOp(archive_ns(thread.thread_id), filter={"id": message_id}, limit=1)]
+    )
+    for hit in found:
+        seq = hit.value.get("seq")
+        if _owned(hit.value, caller, thread) and isinstance(seq, int) and seq < thread.archived:
+            return seq
+    return None
+
+
+def _locate(caller: _Caller, thread: _Thread, cursor: str, explicit: bool) -> Plan[_Located | None]:
+    """Find ``cursor`` in ``thread``, then (resource scope, no explicit thread) in the others."""
+    seq = yield from _find_in_thread(caller, thread, cursor)
+    if seq is not None:
+        return _Located(thread, seq)
+    if explicit or _effective_scope(caller) == "thread":
+        return None
+    others = [t for t in (yield from _registry_threads(caller)) if t != thread.thread_id]
+    if not others:
+        return None
+    hits = yield StoreBatch(
+        [GetOp(msgindex_ns(t), key) for t in others for key in (cursor, INDEX_MARKER)]
+    )
+    candidates = [t for t, item in zip(others, hits[::2], strict=True) if item is not None]
+    unindexed = [t for t, mark in zip(others, hits[1::2], strict=True) if mark is None]
+    if not candidates and unindexed:
+        found = yield StoreBatch(
+            [SearchOp(archive_ns(t), filter={"id": cursor}, limit=1) for t in unindexed]
+        )
+        candidates = [t for t, items in zip(unindexed, found, strict=True) if items]
+    for thread_id in candidates:
+        other = yield from _load_thread(caller, thread_id)
+        seq = yield from _find_in_thread(caller, other, cursor)
+        if seq is not None:
+            return _Located(other, seq)
+    return None
+
+
+def _registry_threads(caller: _Caller) -> Plan[list[str]]:
+    values = yield from _registry_values(caller)
+    return [str(v["thread_id"]) for v in values]
+
+
+def _registry_values(caller: _Caller) -> Plan[list[Mapping[str, Any]]]:
+    if caller.resource_id is None:
+        return []
+    (items,) = yield StoreBatch([SearchOp(threads_ns(caller.resource_id), limit=MAX_THREADS)])
+    return [
+        item.value
+        for item in items
+        if isinstance(item.value, Mapping)
+        and item.value.get("resource_id") == caller.resource_id
+        and item.value.get("thread_id") is not None
+    ]
+
+
+def _fetch(
+    caller: _Caller, thread: _Thread, positions: Sequence[int]
+) -> Plan[list[tuple[int, BaseMessage]]]:
+    """Messages at ``positions`` (archive first, then the window), owned by the caller."""
+    archived = [p for p in positions if 0 <= p < thread.archived]
+    items: list[Item | None] = []
+    if archived:
+        items = yield StoreBatch(
+            [GetOp(archive_ns(thread.thread_id), seq_key(p)) for p in archived]
+        )
+    by_pos: dict[int, BaseMessage] = {}
+    for pos, item in zip(archived, items, strict=True):
+        if item is not None and _owned(item.value, caller, thread):
+            by_pos[pos] = archived_message(item)
+    for pos in positions:
+        if thread.archived <= pos < thread.total:
+            by_pos[pos] = thread.window[pos - thread.archived]
+    return [(p, by_pos[p]) for p in positions if p in by_pos]
+
+
+def _parse_cursor(cursor: str | None) -> tuple[str | None, str | None, str | None]:
+    """``(cursor, range_end, hint)``: a ``start:end`` range keeps its start and adds a hint."""
+    if cursor is None or not cursor.strip():
+        return None, None, None
+    cursor = cursor.strip().strip("`")
+    start, sep, end = cursor.partition(":")
+    if not sep or not start or not end:
+        return cursor, None, None
+    hint = (
+        f"`{cursor}` is a range: cursor takes ONE message id. Showing from its start "
+        f"`{start}`; the range ends at `{end}` (cursor='{end}' with page=-1 shows the "
+        "messages just before it)."
+    )
+    return start, end, hint
+
+
+def _messages_mode(settings: _Settings, caller: _Caller, args: RecallInput) -> Plan[dict[str, Any]]:
+    thread = yield from _load_thread(caller, args.thread_id)
+    cursor, _, hint = _parse_cursor(args.cursor)
+    start: int | None = None
+    if cursor is not None:
+        # An id with a colon may be a real id: try it whole before splitting it as a range.
+        whole = args.cursor.strip().strip("`") if args.cursor else cursor
+        located = None
+        if hint is not None:
+            seq = yield from _find_in_thread(caller, thread, whole, scan=False)
+            if seq is not None:
+                located, cursor, hint = _Located(thread, seq), whole, None
+        if located is None:
+            located = yield from _locate(caller, thread, cursor, args.thread_id is not None)
+        if located is None:
+            message = f"Message {cursor!r} was not found in the threads you can read."
+            raise _RecallError(f"{hint} {message}" if hint else message)
+        thread, start = located.thread, located.seq
+    limit = clamp_limit(args.limit)
+    page = normalize_page(args.page)
+    detail: Detail = "high" if args.part_index is not None else args.detail
+    parts_filter = PartFilter(args.part_type, args.tool_name, args.part_index)
+    anchor: Anchor | None = args.anchor if cursor is None else None
+    if parts_filter.narrows_messages:
+        found, has_prev, has_next, after, note = yield from _scan_page(
+            caller, thread, parts_filter, start=start, anchor=anchor, page=page, limit=limit
+        )
+        hint = " ".join(h for h in (hint, note) if h) or None
+    else:
+        bounds = page_bounds(thread.total, start=start, anchor=anchor, page=page, limit=limit)
+        positions = list(range(bounds.lo, bounds.hi))
+        if bounds.has_next:
+            positions.append(bounds.hi)
+        fetched = yield from _fetch(caller, thread, positions)
+        found = [(p, m) for p, m in fetched if p < bounds.hi]
+        after = next((m for p, m in fetched if p == bounds.hi), None)
+        has_prev, has_next = bounds.has_prev, bounds.has_next
+    entries = [
+        render_message(m, detail=detail, parts_filter=parts_filter, count=settings.count)
+        for _, m in found
+    ]
+    result: dict[str, Any] = {
+        "thread_id": thread.thread_id,
+        "messages": [],
+        "count": 0,
+        "cursor": cursor,
+        "page": page,
+        "limit": limit,
+        "detail": detail,
+        "has_next_page": has_next,
+        "has_prev_page": has_prev,
+        "truncated": False,
+        "token_offset": None,
+        "total_messages": thread.total,
+    }
+    cut = fit_budget(entries, _room(settings, result), settings.count)
+    result["messages"] = cut.entries
+    result["count"] = len(cut.entries)
+    next_cursor: str | None = after.id if after is not None else None
+    if cut.truncated:
+        result["truncated"] = True
+        result["token_offset"] = cut.token_offset
+        shown = len(cut.entries)
+        if shown and cut.entries[-1] != entries[shown - 1]:
+            resume: BaseMessage | None = found[shown - 1][1]  # cut inside this message
+        else:
+            resume = found[shown][1] if shown < len(found) else None
+        next_cursor = resume.id if resume is not None else next_cursor
+        hint = " ".join(
+            h
+            for h in (
+                hint,
+                f"Output stopped at {cut.token_offset} tokens (budget {settings.token_budget}). "
+                "Continue with cursor=next_cursor and page=1, or use a smaller limit, "
+                "detail='low' or part_index.",
+            )
+            if h
+        )
+    if next_cursor is not None and (has_next or cut.truncated):
+        result["next_cursor"] = next_cursor
+    if args.part_index is not None and len(found) == 1:
+        total_parts = len(message_parts(found[0][1]))
+        if args.part_index + 1 < total_parts:
+            more = (
+                f"This message has {total_parts} parts; part_index={args.part_index + 1} is next."
+            )
+            hint = f"{hint} {more}" if hint else more
+    if hint:
+        result["hint"] = hint
+    return result
+
+
+def _room(settings: _Settings, envelope: dict[str, Any]) -> int:
+    return max(settings.token_budget - settings.count(json_text(envelope)) - ENVELOPE_MARGIN, 0)
+
+
+def _scan_page(
+    caller: _Caller,
+    thread: _Thread,
+    parts_filter: PartFilter,
+    *,
+    start: int | None,
+    anchor: Anchor | None,
+    page: int,
+    limit: int,
+) -> Plan[tuple[list[tuple[int, BaseMessage]], bool, bool, BaseMessage | None, str | None]]:
+    """A filtered page: scan from the origin for matching messages (at most ``MAX_SCAN``).
+
+    Returns ``(page, has_prev, has_next, next_message, note)``; pages count matches, so page 2
+    skips the first ``limit`` matches in the scan direction.
+    """
+    pos, step = filtered_scan_start(thread.total, start=start, anchor=anchor, page=page)
+    origin = pos if step > 0 else pos + 1
+    skip = (abs(page) - 1) * limit
+    wanted = skip + limit + 1
+    matches: list[tuple[int, BaseMessage]] = []
+    scanned = 0
+    while 0 <= pos < thread.total and scanned < MAX_SCAN and len(matches) < wanted:
+        end = pos + step * SCAN_CHUNK
+        chunk = [p for p in range(pos, end, step) if 0 <= p < thread.total]
+        scanned += len(chunk)
+        for p, message in (yield from _fetch(caller, thread, chunk)):
+            if parts_filter.message_matches(message_parts(message)):
+                matches.append((p, message))
+        pos = end
+    unscanned = 0 <= pos < thread.total
+    page_items = matches[skip : skip + limit]
+    beyond = matches[skip + limit] if len(matches) > skip + limit else None
+    further = beyond is not None or unscanned  # more matches may lie in the scan direction
+    behind = skip > 0 or (origin > 0 if step > 0 else origin < thread.total)
+    note = None
+    if unscanned and beyond is None:
+        note = (
+            f"Stopped after scanning {scanned} messages for matching parts; page on or move "
+            "the cursor to look further."
+        )
+    if step > 0:
+        following = beyond[1] if beyond is not None else None
+        return page_items, behind, further, following, note
+    page_items.reverse()
+    return page_items, further, behind, None, note
+
+
+# -- threads mode ------------------------------------------------------------------------------
+
+
+def _threads_mode(settings: _Settings, caller: _Caller, args: RecallInput) -> Plan[dict[str, Any]]:
+    try:
+        before = parse_when(args.before) if args.before else None
+        after = parse_when(args.after) if args.after else None
+    except ValueError as exc:
+        raise _RecallError(f"before/after must be ISO dates like 2026-11-30: {exc}") from exc
+    values: list[Mapping[str, Any]] = []
+    if _effective_scope(caller) == "resource":
+        values = list((yield from _registry_values(caller)))
+    rows: dict[str, dict[str, Any]] = {}
+    for value in values:
+        thread_id = str(value["thread_id"])
+        rows[thread_id] = {
+            "thread_id": thread_id,
+            "title": value.get("title"),
+            "created_at": value.get("created_at"),
+            "updated_at": value.get("updated_at"),
+            "messages": int(value.get("archived_messages") or 0),
+            "current": thread_id == caller.thread_id,
+        }
+    if caller.thread_id is not None:
+        current = yield from _load_thread(caller, None)
+        info = current.info or {}
+        rows[current.thread_id] = {
+            "thread_id": current.thread_id,
+            "title": info.get("title"),
+            "created_at": info.get("created_at"),
+            "updated_at": info.get("updated_at"),
+            "messages": current.total,
+            "current": True,
+        }
+    listed = [r for r in rows.values() if thread_in_window(r, before=before, after=after)]
+    listed = sort_threads(listed)
+    limit = clamp_limit(args.limit)
+    page = abs(normalize_page(args.page))
+    chunk = listed[(page - 1) * limit : page * limit]
+    result: dict[str, Any] = {
+        "threads": [],
+        "count": 0,
+        "page": page,
+        "has_more": len(listed) > page * limit,
+        "total_threads": len(listed),
+    }
+    cut = fit_budget(chunk, _room(settings, result), settings.count)
+    result["threads"] = cut.entries
+    result["count"] = len(cut.entries)
+    if cut.truncated:
+        result["truncated"] = True
+        result["token_offset"] = cut.token_offset
+        result["has_more"] = True
+    return result
+
+
+# -- search mode -------------------------------------------------------------------------------
+
+
+def _search_mode(settings: _Settings, caller: _Caller, args: RecallInput) -> Plan[dict[str, Any]]:
+    if not settings.vector:
+        raise _RecallError(
+            "Search is off (retrieval vector=False). Use mode='messages' with a cursor from "
+            "an observation group's _range, or mode='threads'."
+        )
+    query = (args.query or "").strip()
+    if not query:
+        raise _RecallError("mode='search' needs a query.")
+    limit = clamp_limit(args.limit)
+    page = abs(normalize_page(args.page))
+    only: str | None = None
+    if args.thread_id not in (None, ""):
+        only = (yield from _load_thread(caller, args.thread_id)).thread_id
+    elif _effective_scope(caller) == "thread":
+        if caller.thread_id is None:
+            raise _RecallError("No current thread to search: pass a thread id in the run config.")
+        only = caller.thread_id
+    flt: dict[str, Any] = {"resource_id": caller.resource_id}
+    if only is not None:
+        flt["thread_id"] = only
+    op = SearchOp(
+        search_ns(caller.resource_id),
+        filter=flt,
+        limit=limit,
+        offset=(page - 1) * limit,
+        query=query,
+    )
+    (hits,) = yield StoreBatch([op])
+    results = [_search_entry(hit) for hit in hits if _search_owned(hit, caller, only)]
+    if hits and all(hit.score is None for hit in hits):
+        raise _RecallError(
+            "The store has no vector index: build it with index={'embed': ..., 'dims': ..., "
+            "'fields': ['text']} to search."
+        )
+    result: dict[str, Any] = {"results": [], "count": 0, "page": page, "query": query}
+    cut = fit_budget(results, _room(settings, result), settings.count)
+    result["results"] = cut.entries
+    result["count"] = len(cut.entries)
+    result["has_more"] = len(hits) == limit
+    if cut.truncated:
+        result["truncated"] = True
+        result["token_offset"] = cut.token_offset
+    return result
+
+
+def _search_owned(hit: SearchItem, caller: _Caller, only: str | None) -> bool:
+    value = hit.value
+    if not isinstance(value, Mapping) or value.get("resource_id") != caller.resource_id:
+        return False
+    return only is None or value.get("thread_id") == only
+
+
+def _search_entry(hit: SearchItem) -> dict[str, Any]:
+    value = hit.value
+    preview, _ = cut_chars(" ".join(str(value.get("text", "")).split()), 200)
+    entry: dict[str, Any] = {
+        "thread_id": value.get("thread_id"),
+        "score": round(float(hit.score), 4) if hit.score is not None else None,
+        "kind": value.get("kind"),
+        "preview": preview,
+    }
+    if value.get("kind") == "observation":
+        bounds = value.get("range") or []
+        entry["cursor"] = bounds[0] if bounds else None
+        if bounds:
+            entry["range"] = f"{bounds[0]}:{bounds[-1]}"
+        entry["group_id"] = value.get("group_id")
+    else:
+        entry["cursor"] = value.get("message_id")
+        entry["role"] = value.get("role")
+    entry["ts"] = short_ts(value.get("ts"))
+    return entry
