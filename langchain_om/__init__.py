@@ -14,6 +14,7 @@ Public API:
         the validated options.
     create_recall_tool: the ``recall`` tool (page back to archived raw messages).
     ModelByInputTokens, ModelWithRetries: model selectors.
+    Extractor: a named value the Observer keeps up to date.
     TokenCounter: the offline token counter.
     langchain_om.testing: scripted chat models for offline tests.
 """
@@ -44,6 +45,7 @@ from langchain_om.errors import (
     ReflectorOutputError,
     StorageError,
 )
+from langchain_om.extractors import Extractor
 from langchain_om.graph import add_observational_memory
 from langchain_om.history import ObservationalChatMessageHistory
 from langchain_om.middleware import ObservationalMemoryMiddleware
@@ -52,6 +54,7 @@ from langchain_om.tools import create_recall_tool
 
 __all__ = [
     "CycleFailedError",
+    "Extractor",
     "Hooks",
     "MissingProviderError",
     "ModelByInputTokens",

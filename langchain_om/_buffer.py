@@ -38,6 +38,7 @@ from langchain_om.events import (
     BufferingFailedEvent,
     BufferingStartEvent,
 )
+from langchain_om.extractors import persist, run_extractors
 from langchain_om.storage import buffer_ns, observed_ops, reflected_ops, reflection_ns
 
 BackgroundBody = Callable[[Cycle], Plan[dict[str, Any]]]
@@ -111,6 +112,9 @@ def buffer_plan(
 
     def body(cycle: Cycle) -> Plan[dict[str, Any]]:
         parsed = yield from call_observer(cycle, messages, pending_texts=pending_texts)
+        found = run_extractors(
+            env.extractors, parsed.extracted, record["extracted"], thread_id=thread_id
+        )
         text = parsed.observations.strip()
         ids = [m.id or "" for m in messages]
         hints = (
@@ -126,13 +130,15 @@ def buffer_plan(
             "message_tokens": tokens_in,
             "created_at": iso(env.now()),
             "hints": {k: v for k, v in hints if v},
+            "extracted": found.values,
         }
         # Persisted before announced.
         yield StoreBatch([PutOp(buffer_ns(thread_id), ids[0], chunk, index=False)])
         return {
             "buffered_tokens": chunk["tokens"],
             "observations": text,
-            "extracted_values": dict(parsed.extracted),
+            "extracted_values": found.values,
+            "extraction_failures": found.failures,
         }
 
     yield from background_cycle(
@@ -175,6 +181,7 @@ def activation_plan(
             thread_title=env.config.observation.thread_title,
             now=now,
         )
+        new["extracted"] = persist(env.extractors, new["extracted"], chunk.get("extracted") or {})
         cursor += size
     ops: list[Any] = observed_ops(batch, before=record, after=new, vector=env.vector)
     ops.extend(

@@ -52,6 +52,7 @@ from langchain_om.events import (
     ThreadUpdateEvent,
     WindowUsage,
 )
+from langchain_om.extractors import Extractor, persist, prior_values, run_extractors
 from langchain_om.storage import observed_ops, reflected_ops
 
 Trigger = Literal["manual", "turn-sync", "async-buffer"]
@@ -72,6 +73,8 @@ class TurnEnv:
     """Whether the background job ``key`` is in flight."""
     vector: bool = False
     """Write vector-search documents (``retrieval.vector``)."""
+    extractors: Sequence[Extractor] = ()
+    """``observation.extract``, validated."""
     timezone: str = "UTC"
 
 
@@ -406,12 +409,18 @@ def call_observer(
         now=env.now(),
         observe_attachments=cfg.observation.observe_attachments,
     )
+    extractors = env.extractors
+    context = {"thread_id": record["thread_id"], "resource_id": record["resource_id"]}
     prompt = build_observer_messages(
         history=history,
         previous=previous_view(env, record, pending_texts),
-        prior_hints={k: str(v) for k, v in record["hints"].items()},
+        prior_hints={
+            **{k: str(v) for k, v in record["hints"].items()},
+            **prior_values(extractors, record["extracted"]),
+        },
         instruction=cfg.observation.instruction,
         thread_title=cfg.observation.thread_title,
+        extractors=[(e.slug, e.text(context)) for e in extractors],
     )
     prompt_tokens = env.counter.count_messages(prompt)
     parsed: ObserverOutput | None = None
@@ -424,7 +433,7 @@ def call_observer(
             resource_id=record["resource_id"],
         )
         cycle.note(result)
-        parsed = parse_observer_output(_text(result))
+        parsed = parse_observer_output(_text(result), extractor_slugs=[e.slug for e in extractors])
         if not parsed.degenerate:
             return parsed
         if attempt == 0 and cycle.trigger != "async-buffer":
@@ -486,6 +495,9 @@ def observe_plan(
 
     def body(cycle: Cycle) -> Plan[tuple[OMRecord, dict[str, Any]]]:
         parsed = yield from call_observer(cycle, batch)
+        found = run_extractors(
+            env.extractors, parsed.extracted, record["extracted"], thread_id=record["thread_id"]
+        )
         now = iso(env.now())
         text = parsed.observations.strip()
         ids = [m.id or "" for m in batch]
@@ -508,10 +520,11 @@ def observe_plan(
                 "suggested_response": parsed.suggested_response,
                 "thread_title": parsed.thread_title,
             },
-            extracted=parsed.extracted,
+            extracted={},
             thread_title=cfg.observation.thread_title,
             now=now,
         )
+        new["extracted"] = persist(env.extractors, record["extracted"], found.values)
         # Archive first: the messages leave the window only after they are stored.
         yield StoreBatch(observed_ops(batch, before=record, after=new, vector=env.vector))
         return new, {
@@ -519,7 +532,8 @@ def observe_plan(
             "observations": text,
             "current_task": parsed.current_task,
             "suggested_response": parsed.suggested_response,
-            "extracted_values": dict(parsed.extracted),
+            "extracted_values": found.values,
+            "extraction_failures": found.failures,
         }
 
     tokens = env.counter.count_messages(batch)

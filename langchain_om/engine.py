@@ -54,6 +54,7 @@ from langchain_om._turn import (
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import OMUsageError
 from langchain_om.events import OMEvent, StatusEvent
+from langchain_om.extractors import check_extractors
 from langchain_om.models import (
     ModelCallResult,
     RetryPolicy,
@@ -184,6 +185,7 @@ class ObservationalMemory:
             model_id=self._model_id,
             running=self._background.running,
             vector=bool(self.config.retrieval and self.config.retrieval.vector),
+            extractors=check_extractors(self.config.observation.extract),
             timezone=timezone,
         )
         self._tools: list[BaseTool] | None = None

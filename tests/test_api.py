@@ -7,6 +7,7 @@ import langchain_om.testing
 
 EXPECTED = [
     "CycleFailedError",
+    "Extractor",
     "Hooks",
     "MissingProviderError",
     "ModelByInputTokens",

@@ -1,0 +1,210 @@
+"""Extractors: named values the Observer keeps up to date while it observes (SPEC §6).
+
+An :class:`Extractor` adds one section to the Observer's answer, ``<slug>…</slug>``, filled
+with what its ``instructions`` ask for. The value is kept in the thread's record under
+``record["extracted"][slug]`` (and, by default, shown to the next cycle as the prior value).
+
+Example:
+    >>> from langchain_om import Extractor
+    >>> e = Extractor("Travel Preferences", "Seat, airline and meal preferences, if stated.")
+    >>> e.slug
+    'travel-preferences'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_om.errors import OMConfigError
+
+__all__ = ["RESERVED_SLUGS", "ExtractionResult", "Extractor", "check_extractors", "run_extractors"]
+
+RESERVED_SLUGS = frozenset(
+    {"current-task", "suggested-response", "thread-title", "observations", "thread"}
+)
+"""Slugs that name the Observer's own sections."""
+
+
+def slugify(name: str) -> str:
+    """``"Travel Preferences!"`` → ``"travel-preferences"`` (lowercase, digits, hyphens)."""
+    return re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9]+", "-", name.lower())).strip("-")
+
+
+@dataclass(frozen=True)
+class Extractor:
+    """A value the Observer extracts during observation.
+
+    Args:
+        name: a human name; its slug (lowercase, digits, hyphens) names the output section.
+        instructions: what to extract, or a function of the run context
+            (``{"thread_id", "resource_id", "previous"}``) returning that text.
+        schema: not supported yet — structured extraction needs a follow-up call; passing one
+            raises :class:`~langchain_om.errors.OMConfigError`.
+        include_previous_extraction: show the last value to the next cycle.
+        metadata_key_path: where the value is kept in the record (``"extracted.<slug>"`` by
+            default); ``False`` keeps it only in the cycle's events.
+        on_extracted: called with ``{"slug", "previous", "current", "thread_id"}``; a non-None
+            return value replaces the value; raising records an extraction failure.
+    """
+
+    name: str
+    instructions: str | Callable[[Mapping[str, Any]], str]
+    schema: Any = None
+    include_previous_extraction: bool = True
+    metadata_key_path: str | bool | None = None
+    on_extracted: Callable[[Mapping[str, Any]], Any] | None = None
+    slug: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        slug = slugify(self.name)
+        if not slug:
+            raise OMConfigError(
+                f"Extractor name {self.name!r} has no letters or digits; give it a name like "
+                "'Travel Preferences'.",
+                option="observation.extract",
+            )
+        if slug in RESERVED_SLUGS:
+            raise OMConfigError(
+                f"Extractor slug {slug!r} is reserved for the Observer's own sections; rename "
+                f"the extractor (reserved: {', '.join(sorted(RESERVED_SLUGS))}).",
+                option="observation.extract",
+            )
+        path = self.metadata_key_path
+        if isinstance(path, str) and (not path.startswith("extracted.") or path == "extracted."):
+            raise OMConfigError(
+                f"Extractor {self.name!r}: metadata_key_path {path!r} must start with "
+                f"'extracted.' (for example 'extracted.{slug}'), or be False.",
+                option="observation.extract",
+            )
+        if self.schema is not None:
+            raise OMConfigError(
+                f"Extractor {self.name!r}: schema extractors are not supported yet. Describe "
+                "the value in `instructions` instead; it is extracted as text.",
+                option="observation.extract",
+            )
+        object.__setattr__(self, "slug", slug)
+
+    @property
+    def path(self) -> list[str] | None:
+        """Keys of the value inside ``record["extracted"]``; ``None`` when not persisted."""
+        if self.metadata_key_path is False:
+            return None
+        if isinstance(self.metadata_key_path, str) and self.metadata_key_path:
+            return self.metadata_key_path.split(".")[1:]
+        return [self.slug]
+
+    def text(self, context: Mapping[str, Any]) -> str:
+        """The instructions for this run."""
+        value = self.instructions
+        return value(context) if callable(value) else value
+
+
+def check_extractors(extractors: Sequence[Any]) -> list[Extractor]:
+    """Validate ``observation.extract``: extractor objects with unique slugs."""
+    seen: set[str] = set()
+    out: list[Extractor] = []
+    for item in extractors:
+        if not isinstance(item, Extractor):
+            raise OMConfigError(
+                f"observation.extract holds {type(item).__name__!s}; use "
+                "langchain_om.Extractor(name, instructions).",
+                option="observation.extract",
+            )
+        if item.slug in seen:
+            raise OMConfigError(
+                f"Two extractors share the slug {item.slug!r}; give them distinct names.",
+                option="observation.extract",
+            )
+        seen.add(item.slug)
+        out.append(item)
+    return out
+
+
+@dataclass
+class ExtractionResult:
+    """Values an observation cycle extracted, and the extractors that failed."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    failures: list[dict[str, str]] = field(default_factory=list)
+
+
+def get_path(root: Mapping[str, Any], keys: Sequence[str]) -> Any:
+    """``root[k1][k2]…`` or ``None``."""
+    node: Any = root
+    for key in keys:
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def set_path(root: Mapping[str, Any], keys: Sequence[str], value: Any) -> dict[str, Any]:
+    """A copy of ``root`` with ``value`` at ``keys`` (intermediate dicts copied, not shared)."""
+    out = dict(root)
+    if not keys:
+        return out
+    head, *rest = keys
+    child = out.get(head)
+    out[head] = (
+        set_path(child if isinstance(child, Mapping) else {}, rest, value) if rest else value
+    )
+    return out
+
+
+def prior_values(extractors: Sequence[Extractor], extracted: Mapping[str, Any]) -> dict[str, str]:
+    """Last values to show the Observer (``- prior <slug>: …``)."""
+    out: dict[str, str] = {}
+    for extractor in extractors:
+        if extractor.include_previous_extraction and extractor.path is not None:
+            value = get_path(extracted, extractor.path)
+            if value is not None:
+                out[extractor.slug] = str(value)
+    return out
+
+
+def persist(
+    extractors: Sequence[Extractor], extracted: Mapping[str, Any], values: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``extracted`` with the new ``values`` stored at each extractor's path."""
+    out = dict(extracted)
+    for extractor in extractors:
+        if extractor.slug in values and extractor.path is not None:
+            out = set_path(out, extractor.path, values[extractor.slug])
+    return out
+
+
+def run_extractors(
+    extractors: Sequence[Extractor],
+    raw: Mapping[str, str],
+    extracted: Mapping[str, Any],
+    *,
+    thread_id: str,
+) -> ExtractionResult:
+    """Apply ``on_extracted`` to the parsed sections; keep the values that survive."""
+    result = ExtractionResult()
+    for extractor in extractors:
+        previous = get_path(extracted, extractor.path) if extractor.path else None
+        current = raw.get(extractor.slug)
+        if current is None or not str(current).strip():
+            continue
+        value: Any = str(current).strip()
+        if extractor.on_extracted is not None:
+            try:
+                replaced = extractor.on_extracted(
+                    {
+                        "slug": extractor.slug,
+                        "previous": previous,
+                        "current": value,
+                        "thread_id": thread_id,
+                    }
+                )
+            except Exception as exc:
+                result.failures.append({"slug": extractor.slug, "error": f"{exc}"})
+                continue
+            if replaced is not None:
+                value = replaced
+        result.values[extractor.slug] = value
+    return result
