@@ -1,0 +1,153 @@
+"""The benchmark scripts run end to end in their smallest modes and write well-formed results.
+
+One ``report.py --smoke`` run (module fixture) drives ``turns.py --smoke``, ``tokens.py --quick``
+and ``recall.py --quick``; the tests check the shape of what they wrote, never the timings.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+SETUPS = {"plain", "om", "summarization", "langmem"}
+POINTS = [20, 40]
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("bench")
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "report.py"), "--smoke", "--out-dir", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def turns(results: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((results / "turns.json").read_text(encoding="utf-8"))
+    return data
+
+
+def test_report_writes_readme_and_plot(results: Path) -> None:
+    readme = (results / "README.md").read_text(encoding="utf-8")
+    assert readme.startswith("# Benchmarks")
+    for heading in ("## Targets", "benchmarks/turns.py", "benchmarks/tokens.py", "recall.py"):
+        assert heading in readme
+    assert "![Per-turn time against turns](turns.png)" in readme
+    assert (results / "turns.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    targets = readme.split("## Targets", 1)[1].split("\n\n")[1].splitlines()
+    assert targets[0].replace(" ", "") == "|target|result|status|"
+    statuses = [row.strip("|").split("|")[-1].strip() for row in targets[2:]]
+    assert len(statuses) >= 3  # bookkeeping, growth, checkpoint (+ counting from tokens.py)
+    assert set(statuses) <= {"met", "**not met**"}
+
+
+def test_turns_measures_every_setup_at_every_point(turns: dict[str, Any]) -> None:
+    assert turns["points"] == POINTS
+    assert turns["meta"]["mode"] == "smoke"
+    ran = set(turns["series"])
+    assert ran | set(turns["missing"]) == SETUPS
+    assert {"plain", "om", "summarization"} <= ran
+    for name, series in turns["series"].items():
+        for point in POINTS:
+            cell = series["at"][str(point)]
+            assert cell["turn_ms"] > 0, (name, point)
+            assert cell["checkpoint_bytes"] > 0, (name, point)
+            assert cell["sqlite_bytes"] > 0, (name, point)
+            if name == "plain":
+                assert cell["hooks_ms"] == 0
+            else:
+                assert cell["hooks_ms"] > 0, (name, point)
+        assert series["rss_peak_mb"] > 10
+        assert series["turn_ms"], "no plot data"
+
+
+def test_plain_history_grows_and_memory_bounds_it(turns: dict[str, Any]) -> None:
+    series = turns["series"]
+    # the plain agent's state is exactly the whole conversation: two messages a turn
+    assert [series["plain"]["at"][str(p)]["messages"] for p in POINTS] == [2 * p for p in POINTS]
+    last = str(POINTS[-1])
+    for name in ("om", "summarization"):
+        assert series[name]["at"][last]["messages"] < 2 * POINTS[-1], name
+        assert (
+            series[name]["at"][last]["checkpoint_bytes"]
+            < series["plain"]["at"][last]["checkpoint_bytes"]
+        )
+    plain_growth = (
+        series["plain"]["at"][last]["checkpoint_bytes"]
+        / series["plain"]["at"][str(POINTS[0])]["checkpoint_bytes"]
+    )
+    assert 1.6 < plain_growth < 2.4  # linear: twice the turns, about twice the bytes
+
+
+def test_turns_markdown_has_each_table(results: Path, turns: dict[str, Any]) -> None:
+    text = (results / "turns.md").read_text(encoding="utf-8")
+    for title in (
+        "### Memory bookkeeping per turn",
+        "### Whole turn",
+        "### Checkpoint",
+        "### SQLite file after N turns",
+        "### Targets",
+    ):
+        assert title in text
+    for label in turns["labels"].values():
+        assert label in text
+    header = next(ln for ln in text.splitlines() if ln.startswith("| setup") and "growth" in ln)
+    assert [c.strip() for c in header.strip("|").split("|")] == [
+        "setup",
+        "20",
+        "40",
+        "growth 20→40",
+        "p95 at 40",
+        "max at 40",
+    ]
+
+
+def test_tokens_and_recall_outputs(results: Path) -> None:
+    tokens = (results / "tokens.md").read_text(encoding="utf-8")
+    assert "cached vs cold" in tokens
+    assert sum(1 for ln in tokens.splitlines() if ln.startswith("| om ")) >= 3
+    recall = (results / "recall.txt").read_text(encoding="utf-8")
+    assert "page read median" in recall and "ratio" in recall
+
+
+def test_time_middleware_excludes_the_model_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    import _common
+    from langchain.agents.middleware import AgentMiddleware
+
+    now = [0.0]  # a fake clock: each piece of "work" advances it by a known amount
+    monkeypatch.setattr(_common, "CLOCK", lambda: now[0])
+
+    class Probe(AgentMiddleware[Any, Any]):
+        def before_model(self, state: Any, runtime: Any) -> None:
+            now[0] += 2.0
+
+        def wrap_model_call(self, request: Any, handler: Any) -> Any:
+            now[0] += 1.0
+            response = handler(request)
+            now[0] += 0.5
+            return response
+
+    def model_call(request: Any) -> str:
+        now[0] += 100.0
+        return "response"
+
+    timer = _common.HookTimer()
+    probe = _common.time_middleware(Probe(), timer)
+    probe.before_model({}, None)
+    assert probe.wrap_model_call("request", model_call) == "response"
+    assert timer.by_hook == {"before_model": 2.0, "wrap_model_call": 1.5}
+    assert (timer.calls, timer.take(), timer.take()) == (2, 3.5, 0.0)
