@@ -53,19 +53,18 @@ def background_cycle(
     operation: Literal["observation", "reflection"],
     tokens: int,
     body: BackgroundBody,
+    cycle_id: str | None = None,
 ) -> Plan[None]:
-    """Run ``body`` with buffering start/end/failed events and hooks. Never raises."""
+    """Run ``body`` with buffering start/end/failed events and hooks. Never raises.
+
+    With ``cycle_id``, the step that scheduled the job has already announced its start (so
+    ``data-om-buffering-start`` reaches the turn's stream); otherwise it is announced here.
+    """
     cycle = Cycle(env, inp, record, operation, tokens, "async-buffer")
-    cycle.emit(
-        BufferingStartEvent(
-            cycle_id=cycle.cycle_id,
-            operation_type=operation,
-            started_at=iso(env.now()),
-            tokens_to_buffer=tokens,
-            record_id=record["record_id"],
-            thread_id=record["thread_id"],
-        )
-    )
+    if cycle_id is not None:
+        cycle.cycle_id = cycle_id
+    else:
+        cycle.emit(buffering_start(env, record, operation, tokens, cycle.cycle_id))
     yield from cycle.hook("start")
     try:
         done = yield from body(cycle)
@@ -99,12 +98,32 @@ def background_cycle(
     yield from cycle.hook("end", error=None, observations=done["observations"])
 
 
+def buffering_start(
+    env: TurnEnv,
+    record: OMRecord,
+    operation: Literal["observation", "reflection"],
+    tokens: int,
+    cycle_id: str,
+) -> BufferingStartEvent:
+    """The ``data-om-buffering-start`` event of a background cycle."""
+    return BufferingStartEvent(
+        cycle_id=cycle_id,
+        operation_type=operation,
+        started_at=iso(env.now()),
+        tokens_to_buffer=tokens,
+        record_id=record["record_id"],
+        thread_id=record["thread_id"],
+    )
+
+
 def buffer_plan(
     env: TurnEnv,
     inp: TurnInput,
     record: OMRecord,
     messages: Sequence[BaseMessage],
     pending_texts: Sequence[str],
+    *,
+    cycle_id: str | None = None,
 ) -> Plan[None]:
     """Observe ``messages`` in the background and store the chunk. Never raises."""
     thread_id = record["thread_id"]
@@ -142,7 +161,7 @@ def buffer_plan(
         }
 
     yield from background_cycle(
-        env, inp, record, operation="observation", tokens=tokens_in, body=body
+        env, inp, record, operation="observation", tokens=tokens_in, body=body, cycle_id=cycle_id
     )
 
 
@@ -212,7 +231,12 @@ def activation_plan(
 
 
 def reflection_buffer_plan(
-    env: TurnEnv, inp: TurnInput, record: OMRecord, group_ids: Sequence[str]
+    env: TurnEnv,
+    inp: TurnInput,
+    record: OMRecord,
+    group_ids: Sequence[str],
+    *,
+    cycle_id: str | None = None,
 ) -> Plan[None]:
     """Reflect the leading groups ``group_ids`` in the background and store it. Never raises."""
     wanted = set(group_ids)
@@ -234,7 +258,7 @@ def reflection_buffer_plan(
         return {"buffered_tokens": best.tokens, "observations": best.text}
 
     yield from background_cycle(
-        env, inp, record, operation="reflection", tokens=slice_tokens, body=body
+        env, inp, record, operation="reflection", tokens=slice_tokens, body=body, cycle_id=cycle_id
     )
 
 

@@ -27,11 +27,12 @@ from langchain_om._buffer import (
     activate_reflection,
     activation_plan,
     buffer_plan,
+    buffering_start,
     reflection_buffer_plan,
     reflection_is_valid,
 )
 from langchain_om._core.dates import message_time
-from langchain_om._core.record import new_record
+from langchain_om._core.record import new_id, new_record
 from langchain_om._core.reflector import select_reflection_slice, should_reflect
 from langchain_om._core.temporal import gap_reminder
 from langchain_om._core.thresholds import (
@@ -334,7 +335,16 @@ def turn_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
         ):
             texts = [str(c["text"]) for c in chain]
             background = replace(inp, emit=None)
-            plan = buffer_plan(env, background, dict(out.record), candidates, texts)  # type: ignore[arg-type]
+            cycle_id = new_id()
+            _emit(env, inp, buffering_start(env, out.record, "observation", unbuffered, cycle_id))
+            plan = buffer_plan(
+                env,
+                background,
+                dict(out.record),  # type: ignore[arg-type]
+                candidates,
+                texts,
+                cycle_id=cycle_id,
+            )
             out.jobs.append(BackgroundJob(okey, plan))
 
     record_out = dict(out.record)
@@ -423,7 +433,16 @@ def _reflection_step(
         ids = select_reflection_slice(record["groups"], start_at)
         if ids:
             background = replace(inp, emit=None)
-            plan = reflection_buffer_plan(env, background, dict(record), ids)  # type: ignore[arg-type]
+            cycle_id = new_id()
+            slice_tokens = sum(g["tokens"] for g in record["groups"] if g["id"] in set(ids))
+            _emit(env, inp, buffering_start(env, record, "reflection", slice_tokens, cycle_id))
+            plan = reflection_buffer_plan(
+                env,
+                background,
+                dict(record),  # type: ignore[arg-type]
+                ids,
+                cycle_id=cycle_id,
+            )
             out.jobs.append(BackgroundJob(rkey, plan))
     return stored
 

@@ -262,3 +262,26 @@ def test_buffering_front_doors_activate_without_sync_observation(door: str) -> N
     assert "data-om-observation-end/observation" not in events
     assert check_invariants(memory, "b", state["messages"]) == expected_messages(60)
     memory.close()
+
+
+def test_buffering_start_reaches_the_custom_stream() -> None:
+    memory = ObservationalMemory(
+        model=memory_model(), observation={"message_tokens": 600, "buffer_tokens": 0.2}
+    )
+    agent = build_agent(memory, FunctionChatModel(function=actor_reply))
+    cfg = {"configurable": {"thread_id": "s2"}}
+    streamed: list[dict[str, Any]] = []
+    debug: list[Any] = []
+    memory.on_debug_event = debug.append
+    for i in range(12):
+        for chunk in agent.stream(
+            {"messages": [HumanMessage(user_turn(i))]}, cfg, stream_mode="custom"
+        ):
+            streamed.append(chunk)
+        memory.wait_for_background()
+    starts = [c for c in streamed if c["type"] == "data-om-buffering-start"]
+    assert starts, "the turn that schedules a buffer announces it on the stream"
+    ends = {e.cycle_id for e in debug if e.type == "data-om-buffering-end"}
+    assert {c["data"]["cycle_id"] for c in starts} <= ends
+    assert sum(1 for e in debug if e.type == "data-om-buffering-start") == len(starts)
+    memory.close()
