@@ -382,7 +382,7 @@ def test_apply_reflection_replaces_prefix() -> None:
     new = out["groups"][0]
     assert new["kind"] == "reflection"
     assert new["text"] == "Date: Nov 28, 2026\n* 🔴 merged" and new["tokens"] == 40
-    assert new["sources"] == ["a", "x", "y", "r0", "c"]
+    assert new["sources"] == ["a", "r0", "c"]  # one level: the record stays bounded
     assert new["range"] == ["m1", "m9"]
     assert new["observed_at"] == "2026-12-01T00:00:00+00:00"
     assert out["groups"][1:] == groups[3:]

@@ -448,9 +448,10 @@ def apply_reflection(
     """A new record in which the covered leading groups are replaced by one reflection group.
 
     The input record is not modified. The new group (``kind="reflection"``) records as
-    ``sources`` every covered group id and, before each, that group's own sources, so
-    provenance survives repeated reflections. Its ``range`` spans from the first known range
-    start to the last known range end of the covered groups. Groups after the covered prefix
+    ``sources`` the ids of the groups it merged (one level: keeping every ancestor would grow
+    the record with the conversation), and its ``range`` spans from the first known range
+    start to the last known range end of the covered groups, so the source messages of all
+    it condensed stay reachable by recall however many reflections follow. Groups after the covered prefix
     are kept unchanged. ``generation`` goes up by one, ``observation_tokens`` is recomputed,
     ``updated_at`` becomes ``now``, and ``hints["suggested_response"]`` is replaced only when
     ``suggested_response`` is given and not blank (the current task is kept). A pending
@@ -472,11 +473,7 @@ def apply_reflection(
         )
     head, tail = groups[: len(covered)], groups[len(covered) :]
 
-    sources: list[str] = []
-    for group in head:
-        for source in [*group["sources"], group["id"]]:
-            if source not in sources:
-                sources.append(source)
+    sources = [g["id"] for g in head]
     starts = [g["range"][0] for g in head if g["range"]]
     ends = [g["range"][-1] for g in head if g["range"]]
     reflection: ObservationGroup = {
