@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: install check lint format type test bench demo
+.PHONY: install check lint format type test bench bench-quick
 
 install:
 	python3 -m venv $(VENV)
@@ -30,4 +30,7 @@ test:
 check: lint type test
 
 bench:
-	$(PY) benchmarks/tokens.py
+	$(PY) benchmarks/report.py
+
+bench-quick:
+	$(PY) benchmarks/report.py --quick

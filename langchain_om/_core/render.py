@@ -241,7 +241,7 @@ def annotate_relative_time(
 
 
 def _annotate_resolved_dates(line: str, today: date) -> str:
-    if "(" not in line:
+    if "(" not in line or _RESOLVED_DATE.search(line) is None:
         return line
     intent = _FUTURE_INTENT.search(_RESOLVED_DATE.sub("", line)) is not None
 
