@@ -451,12 +451,13 @@ def apply_reflection(
     ``sources`` the ids of the groups it merged (one level: keeping every ancestor would grow
     the record with the conversation), and its ``range`` spans from the first known range
     start to the last known range end of the covered groups, so the source messages of all
-    it condensed stay reachable by recall however many reflections follow. Groups after the covered prefix
-    are kept unchanged. ``generation`` goes up by one, ``observation_tokens`` is recomputed,
-    ``updated_at`` becomes ``now``, and ``hints["suggested_response"]`` is replaced only when
-    ``suggested_response`` is given and not blank (the current task is kept). A pending
-    buffered reflection that covers any replaced group is dropped (it is either the one being
-    applied or stale).
+    it condensed stay reachable by recall however many reflections follow.
+
+    Groups after the covered prefix are kept unchanged. ``generation`` goes up by one,
+    ``observation_tokens`` is recomputed, ``updated_at`` becomes ``now``, and
+    ``hints["suggested_response"]`` is replaced only when ``suggested_response`` is given and
+    not blank (the current task is kept). A pending buffered reflection that covers any
+    replaced group is dropped (it is either the one being applied or stale).
     Everything else, buffered observation chunks included, is carried over unchanged.
 
     Raises:
