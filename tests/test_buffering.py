@@ -265,6 +265,36 @@ def test_buffered_reflection_keeps_what_was_appended_since() -> None:
     assert later and all(g["id"] not in merged for g in later)
 
 
+class Feeder:
+    """Feeds user/assistant turns through ``memory.step`` and runs background work."""
+
+    def __init__(self, memory: ObservationalMemory, clock: Clock | None = None) -> None:
+        self.memory, self.clock = memory, clock
+        self.events: list[Any] = []
+        memory.on_debug_event = self.events.append
+        self.window: list[BaseMessage] = []
+        self.record: Any = None
+
+    def turns(self, n: int, **step: Any) -> None:
+        for i in range(n):
+            self.add(
+                [HumanMessage(f"turn {i} " + "w " * 60, id=f"h{i}"), AIMessage("ok", id=f"a{i}")],
+                **step,
+            )
+            self.memory.run_background()
+            if self.clock is not None:
+                self.clock.now += timedelta(seconds=10)
+
+    def add(self, messages: list[BaseMessage], **step: Any) -> Any:
+        self.window = self.window + messages
+        out = self.memory.step(thread_id="t", window=self.window, record=self.record, **step)
+        self.record, self.window = out.record, out.window
+        return out
+
+    def activations(self) -> list[Any]:
+        return [e for e in self.events if e.type == "data-om-activation"]
+
+
 def test_idle_ttl_activates_below_the_threshold() -> None:
     clock = Clock()
     memory = ObservationalMemory(
@@ -274,25 +304,12 @@ def test_idle_ttl_activates_below_the_threshold() -> None:
         clock=clock,
         background="manual",
     )
-    events: list[Any] = []
-    memory.on_debug_event = events.append
-    window: list[BaseMessage] = []
-    record = None
-    for i in range(4):
-        window = window + [
-            HumanMessage(f"turn {i} " + "w " * 60, id=f"h{i}"),
-            AIMessage("ok", id=f"a{i}"),
-        ]
-        out = memory.step(thread_id="t", window=window, record=record)
-        record, window = out.record, out.window
-        memory.run_background()
-        clock.now += timedelta(seconds=10)
-    assert not [e for e in events if e.type == "data-om-activation"]
+    feed = Feeder(memory, clock)
+    feed.turns(4)
+    assert not feed.activations()
     clock.now += timedelta(minutes=6)
-    window = window + [HumanMessage("back again", id="late")]
-    out = memory.step(thread_id="t", window=window, record=record)
-    activations = [e for e in events if e.type == "data-om-activation"]
-    assert activations and activations[0].triggered_by == "ttl"
+    out = feed.add([HumanMessage("back again", id="late")])
+    assert feed.activations() and feed.activations()[0].triggered_by == "ttl"
     assert out.status is not None and out.status.messages.tokens < 1_000
     assert out.window[-1].id == "late"
 
@@ -304,21 +321,11 @@ def test_provider_change_activates() -> None:
         activate_on_provider_change=True,
         background="manual",
     )
-    events: list[Any] = []
-    memory.on_debug_event = events.append
-    window: list[BaseMessage] = []
-    record = None
-    for i in range(4):
-        window = window + [
-            HumanMessage(f"turn {i} " + "w " * 60, id=f"h{i}"),
-            AIMessage("ok", id=f"a{i}"),
-        ]
-        out = memory.step(thread_id="t", window=window, record=record, actor_model="openai/gpt-5")
-        record, window = out.record, out.window
-        memory.run_background()
-    window = window + [HumanMessage("switching", id="s")]
-    memory.step(thread_id="t", window=window, record=record, actor_model="anthropic/claude")
-    activation = [e for e in events if e.type == "data-om-activation"]
+    feed = Feeder(memory)
+    feed.turns(4, actor_model="openai/gpt-5")
+    assert not feed.activations()
+    feed.add([HumanMessage("switching", id="s")], actor_model="anthropic/claude")
+    activation = feed.activations()
     assert activation and activation[0].triggered_by == "provider_change"
     assert activation[0].previous_model == "openai/gpt-5"
     assert activation[0].current_model == "anthropic/claude"
