@@ -236,6 +236,8 @@ def turn_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
         now=iso(now),
     )
     out = TurnOutcome(record=record, window=list(inp.window))
+    if not cfg.enabled:  # ObservationalMemory(False): every front door passes through
+        return out
     earlier = out.record.get("last_activity_at")
     out.stamped = stamp_messages(out.window, now, earlier=str(earlier) if earlier else None)
     if cfg.temporal_markers:

@@ -471,6 +471,8 @@ class ObservationalMemory:
 
     def render(self, record: OMRecord | dict[str, Any] | None) -> MemoryContext:
         """The memory context (preamble, observation log, hints) for ``record``."""
+        if not self.config.enabled:
+            return MemoryContext(blocks=[])
         retrieval = self.config.retrieval_enabled
         instructions = self._recall_instructions() if retrieval else None
         rec = coerce_record(record)

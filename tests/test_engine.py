@@ -283,3 +283,12 @@ def test_share_token_budget_moves_the_message_threshold() -> None:
     assert memory.threshold(grown) == 1_500
     full = {**empty, "observation_tokens": 3_500}
     assert memory.threshold(full) == 1_000
+
+
+def test_disabled_memory_passes_through() -> None:
+    observer = ScriptedChatModel(script=[OBS])
+    memory = ObservationalMemory(False, model=observer)
+    window = [HumanMessage("word " * 5_000, id="big"), AIMessage("ok", id="b"), HumanMessage("x")]
+    out = memory.step(thread_id="t", window=window)
+    assert not out.observed and out.window == window and observer.call_count == 0
+    assert memory.render(out.record).blocks == []
