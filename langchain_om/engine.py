@@ -63,7 +63,7 @@ from langchain_om.models import (
     invoke_model,
     plan_attempts,
 )
-from langchain_om.storage import state_get_op, state_put_op, unpack_state
+from langchain_om.storage import forget_plan, state_get_op, state_put_op, unpack_state
 
 logger = logging.getLogger("langchain_om")
 
@@ -658,6 +658,20 @@ class ObservationalMemory:
         """Async twin of :meth:`status`."""
         plan = self._standalone_plan(thread_id, None, None, run=False)
         return await self._arun_standalone(thread_id, plan)
+
+    def forget(self, *, thread_id: str, resource_id: str | None = None) -> None:
+        """Delete everything memory stored for a thread (not the graph's checkpoints)."""
+        with self._locks.get(thread_id):
+            run_sync(forget_plan(thread_id, resource_id), self._executor)
+
+    async def aforget(self, *, thread_id: str, resource_id: str | None = None) -> None:
+        """Async twin of :meth:`forget`."""
+        lock = self._locks.get(thread_id)
+        await asyncio.to_thread(lock.acquire)
+        try:
+            await run_async(forget_plan(thread_id, resource_id), self._executor)
+        finally:
+            lock.release()
 
     def get_context(self, *, thread_id: str) -> list[BaseMessage]:
         """What the agent's model would see: the memory system message, then the window."""

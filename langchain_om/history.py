@@ -21,15 +21,10 @@ from collections.abc import Sequence
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
-from langgraph.store.base import PutOp, SearchOp
 
-from langchain_om._effects import Plan, StoreBatch, run_async, run_sync
 from langchain_om.engine import ObservationalMemory, _context_messages
-from langchain_om.storage import archive_ns, state_delete_op
 
 __all__ = ["ObservationalChatMessageHistory"]
-
-_PAGE = 500
 
 
 class ObservationalChatMessageHistory(BaseChatMessageHistory):
@@ -65,19 +60,10 @@ class ObservationalChatMessageHistory(BaseChatMessageHistory):
         """Async twin of :meth:`add_messages`."""
         await self.memory.aadd_messages(self.thread_id, messages, resource_id=self.resource_id)
 
-    def _clear_plan(self) -> Plan[None]:
-        ns = archive_ns(self.thread_id)
-        while True:
-            (items,) = yield StoreBatch([SearchOp(ns, limit=_PAGE)])
-            if not items:
-                break
-            yield StoreBatch([PutOp(ns, item.key, None) for item in items])
-        yield StoreBatch([state_delete_op(self.thread_id)])
-
     def clear(self) -> None:
         """Forget the thread: its window, its observations and its archive."""
-        run_sync(self._clear_plan(), self.memory._executor)
+        self.memory.forget(thread_id=self.thread_id, resource_id=self.resource_id)
 
     async def aclear(self) -> None:
         """Async twin of :meth:`clear`."""
-        await run_async(self._clear_plan(), self.memory._executor)
+        await self.memory.aforget(thread_id=self.thread_id, resource_id=self.resource_id)

@@ -32,7 +32,7 @@ from langchain_core.messages import (
     message_to_dict,
     messages_from_dict,
 )
-from langgraph.store.base import GetOp, Item, PutOp
+from langgraph.store.base import GetOp, Item, PutOp, SearchOp
 
 from langchain_om._core.types import OM_META_KEY, ObservationGroup, OMRecord
 
@@ -353,3 +353,35 @@ def reflected_ops(before: OMRecord, after: OMRecord, *, vector: bool) -> list[Pu
     return search_index_ops(
         thread_id=before["thread_id"], resource_id=before["resource_id"], groups=new
     )
+
+
+FORGET_PAGE = 500
+
+
+def forget_plan(thread_id: str, resource_id: str | None) -> Any:
+    """A plan deleting everything stored for a thread (archive, indexes, buffers, state).
+
+    Yields ``StoreBatch`` effects (see :mod:`langchain_om._effects`).
+    """
+    from langchain_om._effects import StoreBatch
+
+    for ns in (
+        archive_ns(thread_id),
+        msgindex_ns(thread_id),
+        buffer_ns(thread_id),
+        reflection_ns(thread_id),
+    ):
+        while True:
+            (items,) = yield StoreBatch([SearchOp(ns, limit=FORGET_PAGE)])
+            if not items:
+                break
+            yield StoreBatch([PutOp(ns, item.key, None) for item in items])
+    search = search_ns(resource_id)
+    while True:
+        (items,) = yield StoreBatch(
+            [SearchOp(search, filter={"thread_id": thread_id}, limit=FORGET_PAGE)]
+        )
+        if not items:
+            break
+        yield StoreBatch([PutOp(search, item.key, None) for item in items])
+    yield StoreBatch([state_delete_op(thread_id), PutOp(threads_ns(resource_id), thread_id, None)])
