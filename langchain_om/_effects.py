@@ -159,8 +159,6 @@ def _run_coroutine_blocking(awaitable: Awaitable[Any]) -> None:
     except RuntimeError:
         asyncio.run(wrap())
         return
-    import concurrent.futures
-
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         pool.submit(asyncio.run, wrap()).result()
 
