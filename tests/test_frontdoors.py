@@ -285,3 +285,54 @@ def test_buffering_start_reaches_the_custom_stream() -> None:
     assert {c["data"]["cycle_id"] for c in starts} <= ends
     assert sum(1 for e in debug if e.type == "data-om-buffering-start") == len(starts)
     memory.close()
+
+
+def test_agent_early_activation_on_idle_and_provider_change() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    class Clock:
+        now = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+
+        def __call__(self) -> datetime:
+            return self.now
+
+    clock = Clock()
+    memory = ObservationalMemory(
+        model=memory_model(),
+        observation={"message_tokens": 2_000, "buffer_tokens": 200},
+        activate_after_idle="5m",
+        activate_on_provider_change=True,
+        clock=clock,
+        background="manual",
+    )
+    activations: list[Any] = []
+    memory.on_debug_event = lambda e: (
+        activations.append(e) if e.type == "data-om-activation" else None
+    )
+    cfg = {"configurable": {"thread_id": "e"}}
+
+    def agent_with(model_name: str) -> Any:
+        actor = FunctionChatModel(function=actor_reply, model_name=model_name, provider="p")
+        return build_agent(memory, actor)
+
+    first = agent_with("alpha")
+    for i in range(1, 7):
+        first.invoke({"messages": [HumanMessage(f"Turn {i}: tell me more " * 3)]}, cfg)
+        memory.run_background()
+        clock.now += timedelta(seconds=20)
+    assert not activations, "below the threshold nothing activates early by itself"
+    clock.now += timedelta(minutes=6)
+    first.invoke({"messages": [HumanMessage("Turn 7: back after a break")]}, cfg)
+    assert [a.triggered_by for a in activations] == ["ttl"]
+    memory.run_background()
+    for i in range(8, 12):
+        first.invoke({"messages": [HumanMessage(f"Turn {i}: tell me more " * 3)]}, cfg)
+        memory.run_background()
+    second = agent_with("beta")
+    out = second.invoke({"messages": [HumanMessage("Turn 12: now with another model")]}, cfg)
+    change = [a for a in activations if a.triggered_by == "provider_change"]
+    assert change and change[0].previous_model == "p/alpha" and change[0].current_model == "p/beta"
+    assert out["messages"][-1].type == "ai"
+    state = second.get_state(cfg).values
+    assert state["om_record"]["last_actor_model"] == "p/beta"
+    assert check_invariants(memory, "e", state["messages"]) == 2 * 12  # 12 turns, no tools
