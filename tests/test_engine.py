@@ -292,3 +292,25 @@ def test_disabled_memory_passes_through() -> None:
     out = memory.step(thread_id="t", window=window)
     assert not out.observed and out.window == window and observer.call_count == 0
     assert memory.render(out.record).blocks == []
+
+
+def test_model_settings_and_provider_options_reach_the_calls() -> None:
+    observer = memory_model()
+    reflector = memory_model()
+    memory = make_memory(
+        model=None,
+        observation={
+            "model": observer,
+            "message_tokens": 2_000,
+            "buffer_tokens": False,
+            "model_settings": {"max_output_tokens": 1_234},
+            "provider_options": {"seed": 7},
+        },
+        reflection={"model": reflector, "observation_tokens": 3_000},
+    )
+    memory.observe(thread_id="t", messages=[HumanMessage("tea")])
+    memory.reflect(thread_id="t")
+    sent = observer.last_call.kwargs
+    assert sent["temperature"] == 0.3 and sent["max_tokens"] == 1_234 and sent["seed"] == 7
+    assert reflector.last_call.kwargs["temperature"] == 0
+    assert "seed" not in reflector.last_call.kwargs
