@@ -21,6 +21,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.constants import TAG_NOSTREAM
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
@@ -258,14 +259,20 @@ class ObservationalMemory:
             provider_options=options,
         )
 
+    def _call_kwargs(self, effect: ModelCall) -> dict[str, Any]:
+        # Observer/Reflector output is memory's own: keep it out of the agent's
+        # stream_mode="messages" token stream (LangGraph skips runs tagged "nostream").
+        tags = ["langchain_om", f"langchain_om:{effect.role}", TAG_NOSTREAM]
+        return {"policy": self.retry_policy, "config": {"tags": tags}}
+
     def _call_model(self, effect: ModelCall) -> ModelCallResult:
-        kwargs: dict[str, Any] = {"policy": self.retry_policy}
+        kwargs = self._call_kwargs(effect)
         if self._sleep is not None:
             kwargs["sleep"] = self._sleep
         return invoke_model(self._attempts(effect), list(effect.messages), **kwargs)
 
     async def _acall_model(self, effect: ModelCall) -> ModelCallResult:
-        kwargs: dict[str, Any] = {"policy": self.retry_policy}
+        kwargs = self._call_kwargs(effect)
         if self._sleep is not None:
             kwargs["sleep"] = _async_sleep_of(self._sleep)
         return await ainvoke_model(self._attempts(effect), list(effect.messages), **kwargs)

@@ -336,3 +336,19 @@ def test_agent_early_activation_on_idle_and_provider_change() -> None:
     state = second.get_state(cfg).values
     assert state["om_record"]["last_actor_model"] == "p/beta"
     assert check_invariants(memory, "e", state["messages"]) == 2 * 12  # 12 turns, no tools
+
+
+def test_observer_tokens_stay_out_of_the_messages_stream() -> None:
+    memory = ObservationalMemory(model=memory_model(), **OPTIONS)
+    agent = build_agent(memory, FunctionChatModel(function=actor_reply))
+    cfg = {"configurable": {"thread_id": "m"}}
+    streamed = ""
+    for i in range(30):
+        for chunk, _meta in agent.stream(
+            {"messages": [HumanMessage(f"Turn {i}: tell me more " * 4)]},
+            cfg,
+            stream_mode="messages",
+        ):
+            streamed += chunk.text if chunk.type == "AIMessageChunk" else ""
+    assert agent.get_state(cfg).values["om_record"]["observed_message_count"] > 0
+    assert "Answer" in streamed and "<observations>" not in streamed
