@@ -375,6 +375,19 @@ class ObservationalMemory:
         inp = self._step_input(thread_id, window, options)
         return self._finish(await run_async(turn_plan(self._env, inp), self._executor), True)
 
+    def _idle_input(
+        self,
+        thread_id: str | None,
+        window: Sequence[BaseMessage],
+        record: OMRecord | dict[str, Any] | None,
+        resource_id: str | None,
+    ) -> TurnInput | None:
+        if not self.config.observation.buffer_on_idle:
+            return None
+        return self._turn_input(
+            thread_id=thread_id, resource_id=resource_id, record=record, window=window, idle=True
+        )
+
     def end_turn(
         self,
         *,
@@ -384,12 +397,9 @@ class ObservationalMemory:
         resource_id: str | None = None,
     ) -> None:
         """The agent's turn ended: with ``observation.buffer_on_idle``, buffer the rest now."""
-        if not self.config.observation.buffer_on_idle:
-            return
-        inp = self._turn_input(
-            thread_id=thread_id, resource_id=resource_id, record=record, window=window, idle=True
-        )
-        self._finish(run_sync(idle_plan(self._env, inp), self._executor), False)
+        inp = self._idle_input(thread_id, window, record, resource_id)
+        if inp is not None:
+            self._finish(run_sync(idle_plan(self._env, inp), self._executor), False)
 
     async def aend_turn(
         self,
@@ -400,12 +410,9 @@ class ObservationalMemory:
         resource_id: str | None = None,
     ) -> None:
         """Async twin of :meth:`end_turn`."""
-        if not self.config.observation.buffer_on_idle:
-            return
-        inp = self._turn_input(
-            thread_id=thread_id, resource_id=resource_id, record=record, window=window, idle=True
-        )
-        self._finish(await run_async(idle_plan(self._env, inp), self._executor), True)
+        inp = self._idle_input(thread_id, window, record, resource_id)
+        if inp is not None:
+            self._finish(await run_async(idle_plan(self._env, inp), self._executor), True)
 
     # -- background work ------------------------------------------------------------------
 

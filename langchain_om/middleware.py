@@ -15,7 +15,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
@@ -24,11 +24,12 @@ from langchain.agents.middleware.types import (
     ModelResponse,
     PrivateStateAttr,
 )
-from langchain_core.messages import SystemMessage
+from langchain_core.messages import BaseMessage, SystemMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from langchain_om._cycles import TurnOutcome
 from langchain_om._state import OM_STATE_KEY, run_ids, split_messages, state_update, step_number
 from langchain_om.engine import ObservationalMemory
 from langchain_om.events import OMEvent
@@ -96,18 +97,21 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
     ) -> dict[str, Any] | None:
         """Run the OM step before each model call."""
         args = self._step_args(dict(state), runtime)
-        outcome = self.memory.step(**args)
-        present = {m.id for m in state["messages"] if m.id}
-        return state_update(outcome, present, split_messages(state["messages"]).head)
+        return self._update(state["messages"], self.memory.step(**args))
 
     async def abefore_model(
         self, state: ObservationalMemoryState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Async twin of :meth:`before_model`."""
         args = self._step_args(dict(state), runtime)
-        outcome = await self.memory.astep(**args)
-        present = {m.id for m in state["messages"] if m.id}
-        return state_update(outcome, present, split_messages(state["messages"]).head)
+        return self._update(state["messages"], await self.memory.astep(**args))
+
+    @staticmethod
+    def _update(messages: Sequence[BaseMessage], outcome: TurnOutcome) -> dict[str, Any]:
+        """The state update for ``outcome`` (removals, restamps, record; order if reordered)."""
+        present = {m.id for m in messages if m.id}
+        head = split_messages(messages).head if outcome.inserted else ()
+        return state_update(outcome, present, head)
 
     def _with_memory(self, request: ModelRequest, record: Any = None) -> ModelRequest:
         if record is None:
@@ -153,8 +157,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             return self._with_memory(request), None
         if outcome is None:
             return self._with_memory(request), Command(update=update)
-        present = {m.id for m in request.state["messages"] if m.id}
-        new_update = state_update(outcome, present)
+        new_update = self._update(request.state["messages"], outcome)
         window = [m for m in request.messages if m.id not in set(outcome.removed_ids)]
         new_request = request.override(messages=window)
         return self._with_memory(new_request, new_update[OM_STATE_KEY]), Command(update=new_update)
