@@ -32,9 +32,9 @@ from langgraph.store.memory import InMemoryStore
 
 from langchain_om import ObservationalMemory
 from langchain_om._core.tokens import TokenCounter
-from langchain_om.storage import archive_ops, threads_ns
+from langchain_om._plans.storage import archive_ops, index_ops, threads_ns
 from langchain_om.testing import FunctionChatModel
-from langchain_om.tools import create_recall_tool, index_ops
+from langchain_om.tools import create_recall_tool
 
 THREAD = "bench-thread"
 RESOURCE = "bench-user"

@@ -1,6 +1,6 @@
 """Validation rules behind :mod:`langchain_om.config`.
 
-The private helpers the config models are built from: the ``_Invalid`` problem a validator
+The private helpers the config models are built from: the ``InvalidOption`` problem a validator
 raises and its conversion (with pydantic's ``ValidationError``) into one
 :class:`~langchain_om.errors.OMConfigError` naming the option's dotted path; camelCase keys,
 unknown keys and "did you mean" suggestions; and the value validators (numbers, durations,
@@ -47,7 +47,7 @@ _NOT_CONFIG = ("storage", "store", "checkpointer", "on_debug_event")
 # --- errors -------------------------------------------------------------------------------
 
 
-class _Invalid(ValueError):
+class InvalidOption(ValueError):
     """A problem found by a validator; becomes ``OMConfigError`` once its full path is known."""
 
     def __init__(self, problem: str, fix: str, *, option: str = "") -> None:
@@ -55,17 +55,17 @@ class _Invalid(ValueError):
         self.problem, self.fix, self.option = problem, fix, option
 
 
-def _short(value: object) -> str:
+def brief(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _to_error(invalid: _Invalid, prefix: str = "") -> OMConfigError:
+def to_config_error(invalid: InvalidOption, prefix: str = "") -> OMConfigError:
     path = ".".join(part for part in (prefix, invalid.option) if part)
     return OMConfigError(f"Invalid option {path!r}: {invalid.problem}. {invalid.fix}", option=path)
 
 
-def _nested_model(model: type[BaseModel] | None, name: str) -> type[BaseModel] | None:
+def nested_model(model: type[BaseModel] | None, name: str) -> type[BaseModel] | None:
     """The config class of field ``name`` of ``model``, if it holds one."""
     field = model.model_fields.get(name) if model is not None else None
     annotation = field.annotation if field is not None else None
@@ -81,16 +81,16 @@ def _config_error(exc: ValidationError, model: type[BaseModel]) -> OMConfigError
     for err in exc.errors(include_url=False):
         loc = [part for part in err["loc"] if isinstance(part, str) and part.isidentifier()]
         cause = (err.get("ctx") or {}).get("error")
-        if isinstance(cause, _Invalid):
-            found.append(_to_error(cause, ".".join(loc)))
+        if isinstance(cause, InvalidOption):
+            found.append(to_config_error(cause, ".".join(loc)))
             continue
         owner: type[BaseModel] | None = model
         for part in loc[:-1]:
-            owner = _nested_model(owner, part)
+            owner = nested_model(owner, part)
         field = owner.model_fields.get(loc[-1]) if owner is not None and loc else None
         hint = f"Expected: {field.description}" if field and field.description else ""
         path = ".".join(loc)
-        text = f"Invalid option {path!r}: {err['msg']} (got {_short(err.get('input'))}). {hint}"
+        text = f"Invalid option {path!r}: {err['msg']} (got {brief(err.get('input'))}). {hint}"
         found.append(OMConfigError(text.rstrip(), option=path or None))
     if len(found) == 1:
         return found[0]
@@ -102,7 +102,7 @@ _DEPTH: ContextVar[int] = ContextVar("langchain_om_config_depth", default=0)
 
 
 @contextmanager
-def _config_errors(model: type[BaseModel]) -> Iterator[None]:
+def config_errors(model: type[BaseModel]) -> Iterator[None]:
     """Convert pydantic's error into ``OMConfigError`` once, at the outermost config.
 
     Pydantic calls the ``__init__`` of nested configs too; they let the error pass so that the
@@ -130,21 +130,21 @@ def _spellings(model: type[BaseModel]) -> dict[str, str]:
     return names
 
 
-def _unknown_key(model: type[BaseModel], key: object) -> _Invalid:
+def _unknown_key(model: type[BaseModel], key: object) -> InvalidOption:
     text, fields = str(key), model.model_fields
     if text in _NOT_CONFIG or text == "onDebugEvent":
         fix = "Pass it to ObservationalMemory(...); it is not part of the config."
-        return _Invalid("is not a configuration option", fix, option=text)
+        return InvalidOption("is not a configuration option", fix, option=text)
     squashed = {name.replace("_", ""): name for name in fields}
     match = difflib.get_close_matches(text.replace("_", "").lower(), list(squashed), n=1)
     if not match:
-        return _Invalid("unknown option", f"Valid options: {', '.join(fields)}.", option=text)
+        return InvalidOption("unknown option", f"Valid options: {', '.join(fields)}.", option=text)
     name = squashed[match[0]]
     spelling = (fields[name].alias or name) if any(c.isupper() for c in text) else name
-    return _Invalid("unknown option", f"Did you mean {spelling!r}?", option=text)
+    return InvalidOption("unknown option", f"Did you mean {spelling!r}?", option=text)
 
 
-def _canonical(model: type[BaseModel], data: Mapping[Any, Any]) -> dict[str, Any]:
+def canonical_keys(model: type[BaseModel], data: Mapping[Any, Any]) -> dict[str, Any]:
     """Rename camelCase keys to field names; reject unknown and doubly given keys."""
     spellings, out = _spellings(model), {}
     for key, value in data.items():
@@ -153,7 +153,7 @@ def _canonical(model: type[BaseModel], data: Mapping[Any, Any]) -> dict[str, Any
             raise _unknown_key(model, key)
         if name in out:
             given = f"as {name!r} and {model.model_fields[name].alias!r}"
-            raise _Invalid(f"is given twice ({given})", "Keep one spelling.", option=name)
+            raise InvalidOption(f"is given twice ({given})", "Keep one spelling.", option=name)
         out[name] = value
     return out
 
@@ -161,7 +161,7 @@ def _canonical(model: type[BaseModel], data: Mapping[Any, Any]) -> dict[str, Any
 # --- values --------------------------------------------------------------------------------
 
 
-def _numeric(
+def numeric_rule(
     expected: str,
     fix: str,
     valid: Callable[[float], bool],
@@ -182,20 +182,20 @@ def _numeric(
         if not (number and math.isfinite(value) and valid(value)) or (
             whole and not float(value).is_integer()
         ):
-            raise _Invalid(f"must be {expected}, got {_short(value)}", fix)
+            raise InvalidOption(f"must be {expected}, got {brief(value)}", fix)
         return int(value) if float(value).is_integer() and (whole or value >= 1) else value
 
     return BeforeValidator(validate)
 
 
-def _duration(value: object) -> int | Literal["auto", False]:
+def duration_ms(value: object) -> int | Literal["auto", False]:
     """Parse a duration into milliseconds; keep ``"auto"`` and ``False`` (off)."""
     if value is False:
         return False
     if isinstance(value, int | float) and not isinstance(value, bool):
         if math.isfinite(value) and value >= 0:
             return round(value)
-        raise _Invalid(f"must be 0 or more milliseconds, got {value!r}", _DURATION_FIX)
+        raise InvalidOption(f"must be 0 or more milliseconds, got {value!r}", _DURATION_FIX)
     if isinstance(value, str):
         text = value.strip().lower()
         if text == "auto":
@@ -205,59 +205,59 @@ def _duration(value: object) -> int | Literal["auto", False]:
         parts = _DURATION_PART.findall(text) if _DURATION.fullmatch(text) else []
         if parts and all(unit in _UNIT_MS for _, unit in parts):
             return round(sum(float(amount) * _UNIT_MS[unit] for amount, unit in parts))
-    raise _Invalid(f"{_short(value)} is not a duration", _DURATION_FIX)
+    raise InvalidOption(f"{brief(value)} is not a duration", _DURATION_FIX)
 
 
-def _check(test: Callable[[Any], bool], expected: str, fix: str) -> BeforeValidator:
+def check_rule(test: Callable[[Any], bool], expected: str, fix: str) -> BeforeValidator:
     """Validator that passes values for which ``test`` holds and rejects the rest."""
 
     def validate(value: Any) -> Any:
         if not test(value):
-            raise _Invalid(f"must be {expected}, got {_short(value)}", fix)
+            raise InvalidOption(f"must be {expected}, got {brief(value)}", fix)
         return value
 
     return BeforeValidator(validate)
 
 
-def _attachments(value: Any) -> Any:
+def attachments_rule(value: Any) -> Any:
     fix = "Use True, False, 'auto', or a list of MIME types such as ['image/*', 'text/plain']."
     if isinstance(value, list | tuple):
         for index, item in enumerate(value):
             if not isinstance(item, str) or not _MIME_PATTERN.fullmatch(item):
-                raise _Invalid(f"item {index} ({_short(item)}) is not a MIME type pattern", fix)
+                raise InvalidOption(f"item {index} ({brief(item)}) is not a MIME type pattern", fix)
         return tuple(value)
     if isinstance(value, bool) or value == "auto":
         return value
     hint = " Wrap a single MIME type in a list." if isinstance(value, str) else ""
-    raise _Invalid(f"must be True, False, 'auto' or a list, got {_short(value)}", fix + hint)
+    raise InvalidOption(f"must be True, False, 'auto' or a list, got {brief(value)}", fix + hint)
 
 
-def _failure_policy(value: Any) -> str:
+def failure_policy_rule(value: Any) -> str:
     policy = _FAILURE_POLICIES.get(value.lower()) if isinstance(value, str) else None
     if policy is None:
         fix = "Use 'raise' to fail the turn or 'continue' to go on without observing."
-        raise _Invalid(f"must be 'raise' or 'continue', got {_short(value)}", fix)
+        raise InvalidOption(f"must be 'raise' or 'continue', got {brief(value)}", fix)
     return policy
 
 
-def _extractors(value: Any) -> tuple[Any, ...]:
+def extractors_rule(value: Any) -> tuple[Any, ...]:
     if value is None or isinstance(value, list | tuple):
         return tuple(value or ())
-    raise _Invalid(f"must be a list of extractors, got {_short(value)}", "Wrap it in a list.")
+    raise InvalidOption(f"must be a list of extractors, got {brief(value)}", "Wrap it in a list.")
 
 
-def _sub_config(value: Any) -> Any:
+def sub_config(value: Any) -> Any:
     if value is None or value is True:
         return {}
     if isinstance(value, Mapping | BaseModel):
         return value
     extra = " To turn OM off use enabled=False." if value is False else ""
-    raise _Invalid(
-        f"must be True, a dict or a config object, got {_short(value)}",
+    raise InvalidOption(
+        f"must be True, a dict or a config object, got {brief(value)}",
         "Pass a dict of the options to change, or leave it out for the defaults." + extra,
     )
 
 
-def _positive_tokens(example: int) -> BeforeValidator:
+def positive_tokens(example: int) -> BeforeValidator:
     fix = f"Use a whole number of tokens, e.g. {example}."
-    return _numeric("a whole number of tokens, at least 1", fix, lambda x: x >= 1, whole=True)
+    return numeric_rule("a whole number of tokens, at least 1", fix, lambda x: x >= 1, whole=True)

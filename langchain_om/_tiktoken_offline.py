@@ -204,7 +204,7 @@ def load_encoding(name: str) -> tiktoken.Encoding:
         )
     seed_cache(file)
     try:
-        import tiktoken
+        import tiktoken  # noqa: PLC0415 - heavy; loaded when a counter first needs it
     except ImportError as exc:  # pragma: no cover - tiktoken is a dependency
         raise OfflineEncodingError("tiktoken is not installed: `pip install tiktoken`") from exc
     try:

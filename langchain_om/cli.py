@@ -37,9 +37,10 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from langchain_om import local
 from langchain_om.display import render_text, render_windows
 from langchain_om.engine import ObservationalMemory, ThreadSnapshot
-from langchain_om.errors import ObservationalMemoryError
+from langchain_om.errors import MissingProviderError, ObservationalMemoryError
 from langchain_om.events import (
     ActivationEvent,
     BufferingEndEvent,
@@ -51,7 +52,8 @@ from langchain_om.events import (
     OMEvent,
     ThreadUpdateEvent,
 )
-from langchain_om.storage import archive_ns, state_ns
+from langchain_om.models import resolve_model_string
+from langchain_om.testing import FunctionChatModel, memory_model
 
 __all__ = ["ReplayFormatError", "load_conversation", "main"]
 
@@ -118,10 +120,8 @@ def _clip(text: str, limit: int) -> str:
 
 def _openai_client(**kwargs: Any) -> BaseChatModel:
     try:
-        from langchain_openai import ChatOpenAI
+        from langchain_openai import ChatOpenAI  # noqa: PLC0415 - optional extra "openai"
     except ImportError as exc:
-        from langchain_om.errors import MissingProviderError
-
         raise MissingProviderError(
             '--base-url needs langchain-openai: pip install "langchain-om[openai]"'
         ) from exc
@@ -132,8 +132,6 @@ def _openai_client(**kwargs: Any) -> BaseChatModel:
 def open_backend(args: argparse.Namespace, say: Callable[[str], None]) -> Iterator[Backend]:
     """Pick the models from the options and the environment (starts the local model if so)."""
     if args.scripted:
-        from langchain_om.testing import FunctionChatModel, memory_model
-
         actor: BaseChatModel = FunctionChatModel(
             function=_scripted_actor_reply, model_name="scripted-actor"
         )
@@ -151,24 +149,22 @@ def open_backend(args: argparse.Namespace, say: Callable[[str], None]) -> Iterat
         return
     spec = args.model or next((m for k, m in PROVIDER_KEYS.items() if os.environ.get(k)), None)
     if spec is not None:
-        from langchain_om.models import resolve_model_string
-
         if not args.model:
             say(f"Using {spec} (its API key is set); pass --model to choose another model.")
         actor = resolve_model_string(spec)
         yield Backend(spec, actor, args.observer_model or spec)
         return
-    from langchain_om.local import MODEL_FILE, start_local_server
-
     say(
-        f"No provider API key is set: running the small local model {MODEL_FILE} "
+        f"No provider API key is set: running the small local model {local.MODEL_FILE} "
         "(offline, weak: a demo of the mechanics, not of quality)."
     )
     say(SWITCH_HINT)
-    with start_local_server(n_ctx=LOCAL_CONTEXT) as server:
+    with local.start_local_server(n_ctx=LOCAL_CONTEXT) as server:
         actor = server.chat_model(max_tokens=160, temperature=0.3)
         observer = args.observer_model or server.chat_model(max_tokens=300, temperature=0.3)
-        yield Backend(f"local {MODEL_FILE}", actor, observer, LOCAL_THRESHOLDS, buffering=False)
+        yield Backend(
+            f"local {local.MODEL_FILE}", actor, observer, LOCAL_THRESHOLDS, buffering=False
+        )
 
 
 _SETTINGS_NS = ("langchain_om", "cli")
@@ -382,17 +378,8 @@ def load_conversation(path: str | Path) -> list[BaseMessage]:
 # --- commands --------------------------------------------------------------------------------
 
 
-def _archive_size(memory: ObservationalMemory, thread_id: str) -> int:
-    total, page = 0, 1000
-    while True:
-        items = memory.store.search(archive_ns(thread_id), limit=page, offset=total)
-        total += len(items)
-        if len(items) < page:
-            return total
-
-
 def _summary(memory: ObservationalMemory, snap: ThreadSnapshot, max_lines: int | None) -> str:
-    archived = _archive_size(memory, snap.thread_id)
+    archived = len(memory.archived_messages(snap.thread_id))
     return render_text(snap, archived=archived, max_lines=max_lines)
 
 
@@ -478,18 +465,13 @@ def cmd_replay(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _known_threads(memory: ObservationalMemory) -> list[str]:
-    prefix = state_ns("")[:-1]
-    return sorted(ns[-1] for ns in memory.store.list_namespaces(prefix=prefix))
-
-
 def cmd_inspect(args: argparse.Namespace, console: Console) -> int:
     """Print a thread's windows, log, generation and archive size (no model is called)."""
     if not Path(args.db).exists():
         console.say(f"No memory database at {args.db} (run `langchain-om replay` or `chat` first).")
         return 1
     with open_memory(args, None, None) as memory:
-        threads = _known_threads(memory)
+        threads = memory.list_threads()
         if args.thread not in threads:
             listed = ", ".join(repr(t) for t in threads) or "none"
             console.say(f"No thread {args.thread!r} in {args.db}. Threads: {listed}.")
@@ -501,7 +483,7 @@ def cmd_inspect(args: argparse.Namespace, console: Console) -> int:
                 "status": snap.status.to_part()["data"],
                 "record": snap.record,
                 "window_messages": len(snap.window),
-                "archived_messages": _archive_size(memory, snap.thread_id),
+                "archived_messages": len(memory.archived_messages(snap.thread_id)),
             }
             console.say(json.dumps(data, ensure_ascii=False, indent=2))
         else:

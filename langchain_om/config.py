@@ -36,21 +36,22 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from langchain_om._config_rules import (
-    _attachments,
-    _canonical,
-    _check,
-    _config_errors,
-    _duration,
-    _extractors,
-    _failure_policy,
-    _Invalid,
-    _nested_model,
-    _numeric,
-    _positive_tokens,
-    _short,
-    _sub_config,
-    _to_error,
+    InvalidOption,
+    attachments_rule,
+    brief,
+    canonical_keys,
+    check_rule,
+    config_errors,
+    duration_ms,
+    extractors_rule,
+    failure_policy_rule,
+    nested_model,
+    numeric_rule,
+    positive_tokens,
+    sub_config,
+    to_config_error,
 )
+from langchain_om._providers import DEFAULT_MODEL
 from langchain_om.errors import OMConfigError
 
 __all__ = [
@@ -63,9 +64,6 @@ __all__ = [
     "RetrievalConfig",
     "parse_duration",
 ]
-
-DEFAULT_MODEL = "google/gemini-2.5-flash"
-"""The Observer and Reflector model used when none is configured (also named by 'default')."""
 
 
 # --- values --------------------------------------------------------------------------------
@@ -91,28 +89,29 @@ def parse_duration(
     if value is None:
         return None
     try:
-        parsed = _duration(value)
-    except _Invalid as invalid:
+        parsed = duration_ms(value)
+    except InvalidOption as invalid:
         invalid.option = option
-        raise _to_error(invalid) from None
+        raise to_config_error(invalid) from None
     return None if parsed is False else parsed
 
 
 _ModelSpec = Annotated[
     Any,
-    _check(
+    check_rule(
         lambda v: not isinstance(v, str) or bool(v.strip()),
         "a model name, not an empty string",
         f"Name a model such as {DEFAULT_MODEL!r}, or leave it out.",
     ),
 ]
-_Extractors = Annotated[tuple[Any, ...], BeforeValidator(_extractors)]
+_Extractors = Annotated[tuple[Any, ...], BeforeValidator(extractors_rule)]
 _Idle = Annotated[
-    int | Literal["auto", False] | None, BeforeValidator(lambda v: v if v is None else _duration(v))
+    int | Literal["auto", False] | None,
+    BeforeValidator(lambda v: v if v is None else duration_ms(v)),
 ]
 _BlockAfter = Annotated[
     int | float,
-    _numeric(
+    numeric_rule(
         "at least 1",
         "Use a multiple of the threshold in [1, 100) or an absolute token count >= 100.",
         lambda x: x >= 1,
@@ -120,7 +119,7 @@ _BlockAfter = Annotated[
 ]
 _Scope = Annotated[
     Literal["thread", "resource"],
-    _check(
+    check_rule(
         lambda v: v in ("thread", "resource"),
         "'thread' or 'resource'",
         "Use 'thread' (one log per conversation) or 'resource' (one log per user).",
@@ -128,7 +127,7 @@ _Scope = Annotated[
 ]
 _Hook = Annotated[
     Any,
-    _check(
+    check_rule(
         lambda v: v is None or callable(v), "a callable", "Pass a function or coroutine function."
     ),
 ]
@@ -151,19 +150,19 @@ class _Options(BaseModel):
     )
 
     def __init__(self, /, **data: Any) -> None:
-        with _config_errors(type(self)):
+        with config_errors(type(self)):
             super().__init__(**data)
 
     @classmethod
     def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:
         """Validate ``obj`` as pydantic does, raising ``OMConfigError`` on bad options."""
-        with _config_errors(cls):
+        with config_errors(cls):
             return super().model_validate(obj, *args, **kwargs)
 
     @model_validator(mode="before")
     @classmethod
     def _accept_camel_case(cls, data: Any) -> Any:
-        return _canonical(cls, data) if isinstance(data, Mapping) else data
+        return canonical_keys(cls, data) if isinstance(data, Mapping) else data
 
     def to_mastra(self, *, exclude_unset: bool = True) -> dict[str, Any]:
         """Return the options as a Mastra-style camelCase dict that coerces back to an equal config.
@@ -206,7 +205,7 @@ def _model_settings(temperature: float) -> BeforeValidator:
         if isinstance(value, ModelSettings):
             return value
         fix = "Pass e.g. {'temperature': 0.3, 'max_output_tokens': 8000}."
-        raise _Invalid(f"must be a dict or ModelSettings, got {_short(value)}", fix)
+        raise InvalidOption(f"must be a dict or ModelSettings, got {brief(value)}", fix)
 
     return BeforeValidator(validate)
 
@@ -225,14 +224,14 @@ class ObservationConfig(_Options):
     manage_working_memory: StrictBool = False
     """Add a working-memory extractor."""
     observe_attachments: Annotated[
-        bool | Literal["auto"] | tuple[str, ...], BeforeValidator(_attachments)
+        bool | Literal["auto"] | tuple[str, ...], BeforeValidator(attachments_rule)
     ] = True
     """True forwards attachments to the Observer, False drops them (keeping placeholders),
     'auto' forwards them when the Observer model is multimodal; a list is a case-sensitive MIME
     allowlist with 'image/*' and '*' wildcards."""
-    message_tokens: Annotated[int, _positive_tokens(30_000)] = 30_000
+    message_tokens: Annotated[int, positive_tokens(30_000)] = 30_000
     """Unobserved-message tokens that trigger observation."""
-    max_tokens_per_batch: Annotated[int, _positive_tokens(10_000)] = 10_000
+    max_tokens_per_batch: Annotated[int, positive_tokens(10_000)] = 10_000
     """Resource scope: token cap of one batch of threads observed together."""
     model_settings: Annotated[ModelSettings, _model_settings(0.3)] = Field(
         default_factory=lambda: ModelSettings(temperature=0.3)
@@ -242,7 +241,7 @@ class ObservationConfig(_Options):
     """Provider-specific options passed through to the Observer model."""
     buffer_tokens: Annotated[
         int | float | Literal[False],
-        _numeric(
+        numeric_rule(
             "greater than 0 (or False)",
             "Use a fraction of message_tokens (e.g. 0.2), an absolute token count, or False.",
             lambda x: x > 0,
@@ -255,7 +254,7 @@ class ObservationConfig(_Options):
     """Buffer the remaining unobserved messages when an agent turn ends."""
     buffer_activation: Annotated[
         int | float,
-        _numeric(
+        numeric_rule(
             "in (0, 1] or at least 1000",
             "Use a fraction in (0, 1] (0.8 removes ~80%) or an absolute token count >= 1000.",
             lambda x: 0 < x <= 1 or x >= 1000,
@@ -273,7 +272,7 @@ class ObservationConfig(_Options):
     absolute tokens above message_tokens."""
     previous_observer_tokens: Annotated[
         int | Literal[False],
-        _numeric(
+        numeric_rule(
             "a whole number of tokens, 0 or more (or False)",
             "Use e.g. 2000; 0 shows no previous observations, False shows all.",
             lambda x: x >= 0,
@@ -282,32 +281,32 @@ class ObservationConfig(_Options):
         ),
     ] = 2_000
     """Token budget of previous observations shown to the Observer; 0 = none, False = all."""
-    failure_policy: Annotated[Literal["raise", "continue"], BeforeValidator(_failure_policy)] = (
-        "raise"
-    )
+    failure_policy: Annotated[
+        Literal["raise", "continue"], BeforeValidator(failure_policy_rule)
+    ] = "raise"
     """What a failed synchronous observation does: 'raise' fails the turn, 'continue' goes on
     without observing (Mastra's 'throw', 'warn' and 'bypass' are accepted)."""
-    tool_result_max_tokens: Annotated[int, _positive_tokens(10_000)] = 10_000
+    tool_result_max_tokens: Annotated[int, positive_tokens(10_000)] = 10_000
     """Tool results longer than this are truncated before the Observer sees them."""
 
     @model_validator(mode="after")
     def _check_against_message_tokens(self) -> Self:
         limit, interval = self.message_tokens, self.buffer_interval_tokens
         if interval is not None and not 0 < interval < limit:
-            raise _Invalid(
+            raise InvalidOption(
                 f"resolves to {interval} tokens; it must be at least 1 and below "
                 f"message_tokens ({limit})",
                 "Use a fraction such as 0.2, fewer tokens, or raise message_tokens.",
                 option="buffer_tokens",
             )
         if self.buffer_activation >= max(1000, limit):
-            raise _Invalid(
+            raise InvalidOption(
                 f"keeps {self.buffer_activation} tokens, not below message_tokens ({limit})",
                 "Use a fraction such as 0.8, or keep fewer tokens than message_tokens.",
                 option="buffer_activation",
             )
         if 100 <= self.block_after <= limit:
-            raise _Invalid(
+            raise InvalidOption(
                 f"is {self.block_after} tokens, not above message_tokens ({limit})",
                 "Use a multiple such as 1.2, or a token count above message_tokens.",
                 option="block_after",
@@ -347,7 +346,7 @@ class ReflectionConfig(_Options):
     """Text appended to the Reflector's system prompt."""
     extract: _Extractors = ()
     """Extractors run during reflection."""
-    observation_tokens: Annotated[int, _positive_tokens(40_000)] = 40_000
+    observation_tokens: Annotated[int, positive_tokens(40_000)] = 40_000
     """Observation tokens that trigger reflection."""
     model_settings: Annotated[ModelSettings, _model_settings(0.0)] = Field(
         default_factory=lambda: ModelSettings(temperature=0.0)
@@ -357,7 +356,7 @@ class ReflectionConfig(_Options):
     """Provider-specific options passed through to the Reflector model."""
     buffer_activation: Annotated[
         float,
-        _numeric(
+        numeric_rule(
             "in (0, 1]",
             "Use a fraction of observation_tokens in (0, 1], e.g. 0.5.",
             lambda x: 0 < x <= 1,
@@ -376,7 +375,7 @@ class ReflectionConfig(_Options):
     @model_validator(mode="after")
     def _check_against_observation_tokens(self) -> Self:
         if 100 <= self.block_after <= self.observation_tokens:
-            raise _Invalid(
+            raise InvalidOption(
                 f"is {self.block_after} tokens, not above observation_tokens "
                 f"({self.observation_tokens})",
                 "Use a multiple such as 1.2, or a token count above observation_tokens.",
@@ -403,7 +402,7 @@ class RetrievalConfig(_Options):
     """Add semantic search through a vector-indexed store and an embedder."""
     scope: Annotated[
         Literal["resource", "thread"],
-        _check(
+        check_rule(
             lambda v: v in ("resource", "thread"),
             "'resource' or 'thread'",
             "Use 'resource' to search all threads of the user, 'thread' for the current one.",
@@ -477,17 +476,17 @@ class ObservationalMemoryConfig(_Options):
     """Insert a time-gap reminder before a user message sent 10 minutes or more after the last."""
     retrieval: Annotated[
         RetrievalConfig | None,
-        BeforeValidator(lambda v: None if v is None or v is False else _sub_config(v)),
+        BeforeValidator(lambda v: None if v is None or v is False else sub_config(v)),
     ] = None
     """Retrieval and the recall tool: True, a dict or a RetrievalConfig turn it on; None or
     False (stored as None) keep it off."""
-    hooks: Annotated[Hooks, BeforeValidator(_sub_config)] = Field(default_factory=Hooks)
+    hooks: Annotated[Hooks, BeforeValidator(sub_config)] = Field(default_factory=Hooks)
     """Callbacks around observation and reflection cycles."""
-    observation: Annotated[ObservationConfig, BeforeValidator(_sub_config)] = Field(
+    observation: Annotated[ObservationConfig, BeforeValidator(sub_config)] = Field(
         default_factory=ObservationConfig
     )
     """Observer options."""
-    reflection: Annotated[ReflectionConfig, BeforeValidator(_sub_config)] = Field(
+    reflection: Annotated[ReflectionConfig, BeforeValidator(sub_config)] = Field(
         default_factory=ReflectionConfig
     )
     """Reflector options."""
@@ -498,7 +497,7 @@ class ObservationalMemoryConfig(_Options):
     def _check_combinations(self) -> Self:
         for role in ("observation", "reflection"):
             if self.model is not None and getattr(self, role).model is not None:
-                raise _Invalid(
+                raise InvalidOption(
                     f"cannot be combined with {role}.model",
                     "Set one shared model at the top level, or drop the top-level model and set "
                     "observation.model and reflection.model.",
@@ -506,7 +505,7 @@ class ObservationalMemoryConfig(_Options):
                 )
         thread = self.scope == "thread"
         if thread and self.share_token_budget and self.observation.buffer_tokens is not False:
-            raise _Invalid(
+            raise InvalidOption(
                 "needs async buffering off",
                 "Set observation.buffer_tokens=False, or share_token_budget=False.",
                 option="share_token_budget",
@@ -554,15 +553,15 @@ class ObservationalMemoryConfig(_Options):
             value = {} if value in (None, True) else {"enabled": False}
         elif not isinstance(value, ObservationalMemoryConfig | Mapping):
             raise OMConfigError(
-                f"Invalid observational memory options {_short(value)}: pass None, True, False, "
+                f"Invalid observational memory options {brief(value)}: pass None, True, False, "
                 "a dict of options or an ObservationalMemoryConfig.",
                 option=None,
             )
         if kwargs:
             try:
                 value = _merge(cls, value, kwargs)
-            except _Invalid as invalid:
-                raise _to_error(invalid) from None
+            except InvalidOption as invalid:
+                raise to_config_error(invalid) from None
         return cls.model_validate(value)
 
     @property
@@ -639,13 +638,13 @@ def _explicit(value: Any) -> Any:
 
 def _merge(model: type[BaseModel], base: Any, override: Mapping[str, Any]) -> dict[str, Any]:
     """Merge ``override`` into ``base``, recursing where both give a nested config."""
-    merged = _canonical(model, _explicit(base))
-    for name, value in _canonical(model, override).items():
-        nested, current = _nested_model(model, name), merged.get(name)
+    merged = canonical_keys(model, _explicit(base))
+    for name, value in canonical_keys(model, override).items():
+        nested, current = nested_model(model, name), merged.get(name)
         if nested and isinstance(current, Mapping | BaseModel) and isinstance(value, Mapping):
             try:
                 value = _merge(nested, current, value)
-            except _Invalid as invalid:
+            except InvalidOption as invalid:
                 invalid.option = f"{name}.{invalid.option}"
                 raise
         merged[name] = value

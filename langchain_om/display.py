@@ -244,7 +244,7 @@ def plot_windows(
         ImportError: when matplotlib is not installed.
     """
     try:
-        from matplotlib.figure import Figure
+        from matplotlib.figure import Figure  # noqa: PLC0415 - optional extra "notebook"
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
             'plot_windows needs matplotlib: pip install "langchain-om[notebook]"'

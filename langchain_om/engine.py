@@ -13,9 +13,9 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, TypedDict, Unpack
+from typing import Any, Literal, TypedDict, TypeVar, Unpack
 
 from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool
@@ -25,48 +25,45 @@ from langgraph.constants import TAG_NOSTREAM
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
+from langchain_om._core.dates import iso
+from langchain_om._core.recall import recall_instructions
 from langchain_om._core.record import coerce_record, new_record
 from langchain_om._core.render import MemoryContext, render_memory
 from langchain_om._core.tokens import TokenCounter, get_default_counter
 from langchain_om._core.types import OMRecord
-from langchain_om._cycles import (
-    BackgroundJob,
-    TurnEnv,
-    TurnInput,
-    TurnOutcome,
-    iso,
-    message_threshold,
+from langchain_om._plans.background import Background
+from langchain_om._plans.cycles import status_event
+from langchain_om._plans.effects import Executor, ModelCall, Plan, run_async, run_sync
+from langchain_om._plans.standalone import StandaloneRequest, ThreadState, load_plan, step_plan
+from langchain_om._plans.storage import (
+    archived_messages_plan,
+    forget_plan,
+    thread_ids_plan,
 )
-from langchain_om._effects import (
-    Background,
-    Executor,
-    ModelCall,
-    Plan,
-    StoreBatch,
-    run_async,
-    run_sync,
-)
-from langchain_om._turn import (
+from langchain_om._plans.turn import (
     idle_plan,
     sync_observation_due,
     sync_reflection_due,
     turn_plan,
 )
+from langchain_om._plans.types import (
+    TurnEnv,
+    TurnInput,
+    TurnOutcome,
+    require_thread_id,
+)
 from langchain_om.config import ObservationalMemoryConfig
-from langchain_om.errors import OMUsageError
+from langchain_om.display import render_html
 from langchain_om.events import OMEvent, StatusEvent
 from langchain_om.extractors import check_extractors
-from langchain_om.models import (
-    ModelCallResult,
-    RetryPolicy,
-    RunContext,
-    ainvoke_model,
-    invoke_model,
-    plan_attempts,
-)
-from langchain_om.storage import forget_plan, state_get_op, state_put_op, unpack_state
+from langchain_om.models import RunContext, plan_attempts
+from langchain_om.retry import ModelCallResult, RetryPolicy, ainvoke_model, invoke_model
+from langchain_om.sqlite import open_sqlite
+from langchain_om.tools import create_recall_tool
 
 logger = logging.getLogger("langchain_om")
+
+_WithJobs = TypeVar("_WithJobs", TurnOutcome, ThreadState)
 
 __all__ = ["ObservationalMemory", "StepOptions", "ThreadSnapshot"]
 
@@ -109,8 +106,6 @@ class ThreadSnapshot:
         return "\n\n".join(g["text"] for g in self.record["groups"])
 
     def _repr_html_(self) -> str:
-        from langchain_om.display import render_html
-
         return render_html(self)
 
 
@@ -120,7 +115,8 @@ class ObservationalMemory:
     Args:
         options: a config object, a dict (snake_case or Mastra camelCase keys), ``True`` or
             ``False``; keyword arguments override it (``model=``, ``observation=``,
-            ``reflection=``, ``scope=``, ``retrieval=``, ``hooks=``, …, see SPEC §3).
+            ``reflection=``, ``scope=``, ``retrieval=``, ``hooks=``, …, see
+            :class:`~langchain_om.config.ObservationalMemoryConfig`).
         store: the ``BaseStore`` for the archive and standalone state (in-memory when omitted).
         checkpointer: the checkpointer for graphs built with this memory (in-memory when
             omitted).
@@ -204,8 +200,6 @@ class ObservationalMemory:
             path: the SQLite file (created if missing).
             **kwargs: options and engine arguments, as for :class:`ObservationalMemory`.
         """
-        from langchain_om.sqlite import open_sqlite
-
         checkpointer, store, close = open_sqlite(path)
         memory = cls(store=store, checkpointer=checkpointer, **kwargs)
         memory._closers.append(close)
@@ -312,13 +306,8 @@ class ObservationalMemory:
         window: Sequence[BaseMessage],
         **kwargs: Any,
     ) -> TurnInput:
-        if not thread_id:
-            raise OMUsageError(
-                "Observational memory needs a thread id: pass thread_id=... or run the graph "
-                "with config={'configurable': {'thread_id': ...}}."
-            )
         return TurnInput(
-            thread_id=thread_id,
+            thread_id=require_thread_id(thread_id),
             resource_id=resource_id,
             record=coerce_record(record),
             window=list(window),
@@ -362,7 +351,7 @@ class ObservationalMemory:
                 ``actor_model``, ...).
         """
         inp = self._step_input(thread_id, window, options)
-        return self._finish(run_sync(turn_plan(self._env, inp), self._executor), False)
+        return self._start_threads(run_sync(turn_plan(self._env, inp), self._executor))
 
     async def astep(
         self,
@@ -373,7 +362,7 @@ class ObservationalMemory:
     ) -> TurnOutcome:
         """Async twin of :meth:`step`."""
         inp = self._step_input(thread_id, window, options)
-        return self._finish(await run_async(turn_plan(self._env, inp), self._executor), True)
+        return self._start_tasks(await run_async(turn_plan(self._env, inp), self._executor))
 
     def _idle_input(
         self,
@@ -399,7 +388,7 @@ class ObservationalMemory:
         """The agent's turn ended: with ``observation.buffer_on_idle``, buffer the rest now."""
         inp = self._idle_input(thread_id, window, record, resource_id)
         if inp is not None:
-            self._finish(run_sync(idle_plan(self._env, inp), self._executor), False)
+            self._start_threads(run_sync(idle_plan(self._env, inp), self._executor))
 
     async def aend_turn(
         self,
@@ -412,19 +401,23 @@ class ObservationalMemory:
         """Async twin of :meth:`end_turn`."""
         inp = self._idle_input(thread_id, window, record, resource_id)
         if inp is not None:
-            self._finish(await run_async(idle_plan(self._env, inp), self._executor), True)
+            self._start_tasks(await run_async(idle_plan(self._env, inp), self._executor))
 
     # -- background work ------------------------------------------------------------------
 
-    def _finish(self, outcome: TurnOutcome, use_async: bool) -> TurnOutcome:
-        """Start the background jobs a step asked for (after its state is final)."""
-        for job in outcome.jobs:
-            if use_async:
-                self._background.start_task(job.key, job.plan, self._executor)
-            else:
-                self._background.start_thread(job.key, job.plan, self._executor)
-        outcome.jobs = []
-        return outcome
+    def _start_threads(self, done: _WithJobs) -> _WithJobs:
+        """Start the background jobs a sync step asked for, on worker threads."""
+        for job in done.jobs:
+            self._background.start_thread(job.key, job.plan, self._executor)
+        done.jobs = []
+        return done
+
+    def _start_tasks(self, done: _WithJobs) -> _WithJobs:
+        """Start the background jobs an async step asked for, as tasks on the running loop."""
+        for job in done.jobs:
+            self._background.start_task(job.key, job.plan, self._executor)
+        done.jobs = []
+        return done
 
     def run_background(self) -> None:
         """Manual background mode: run the queued background jobs now, on this thread."""
@@ -453,8 +446,6 @@ class ObservationalMemory:
     def tools(self) -> list[BaseTool]:
         """Tools the agent gets from memory (the ``recall`` tool when retrieval is on)."""
         if self._tools is None:
-            from langchain_om.tools import create_recall_tool
-
             self._tools = [create_recall_tool(self)] if self.config.retrieval_enabled else []
         return list(self._tools)
 
@@ -488,7 +479,7 @@ class ObservationalMemory:
         if not self.config.enabled:
             return MemoryContext(blocks=[])
         retrieval = self.config.retrieval_enabled
-        instructions = self._recall_instructions() if retrieval else None
+        instructions = recall_instructions(self.config.retrieval) if retrieval else None
         rec = coerce_record(record)
         context = (
             render_memory(
@@ -506,123 +497,61 @@ class ObservationalMemory:
         retrieval = self.config.retrieval
         return retrieval.scope if retrieval is not None else "thread"
 
-    def _recall_instructions(self) -> str:
-        from langchain_om.tools import recall_instructions
-
-        return recall_instructions(self.config)
-
     def threshold(self, record: OMRecord | dict[str, Any] | None) -> int:
         """Unobserved-message tokens at which ``record``'s thread is observed."""
         rec = coerce_record(record) or new_record(thread_id="_", resource_id=None, now="")
-        return message_threshold(self.config, rec)
+        return self._env.message_threshold(rec)
 
     # -- standalone API (state kept in the store) -----------------------------------------
 
-    def _standalone_plan(
+    def _run_standalone(self, thread_id: str, plan: Plan[ThreadState]) -> ThreadSnapshot:
+        with self._locks.get(thread_id):
+            state = run_sync(plan, self._executor)
+        return self._snapshot(thread_id, self._start_threads(state))
+
+    async def _arun_standalone(self, thread_id: str, plan: Plan[ThreadState]) -> ThreadSnapshot:
+        lock = self._locks.get(thread_id)
+        await asyncio.to_thread(lock.acquire)
+        try:
+            state = await run_async(plan, self._executor)
+        finally:
+            lock.release()
+        return self._snapshot(thread_id, self._start_tasks(state))
+
+    def _step_plan(
         self,
         thread_id: str,
         resource_id: str | None,
         messages: Sequence[BaseMessage] | None,
-        *,
-        force_observe: bool = False,
-        force_reflect: bool = False,
-        trigger: str = "manual",
-        run: bool = True,
-    ) -> Plan[tuple[ThreadSnapshot, list[BackgroundJob]]]:
-        (item,) = yield StoreBatch([state_get_op(thread_id)])
-        record_data, window = unpack_state(item)
-        record = coerce_record(record_data)
-        if messages:
-            known = {m.id for m in window if m.id}
-            window.extend(m for m in messages if not m.id or m.id not in known)
-        if record is None:
-            record = new_record(
-                thread_id=thread_id,
-                resource_id=resource_id,
-                scope=self.config.scope,
-                timezone=self.timezone,
-                now=iso(self._clock()),
-            )
-        if run:
-            inp = self._turn_input(
-                thread_id=thread_id,
-                resource_id=resource_id or record["resource_id"],
-                record=record,
-                window=window,
-                force_observe=force_observe,
-                force_reflect=force_reflect,
-                trigger=trigger,
-            )
-            try:
-                outcome = yield from turn_plan(self._env, inp)
-            except Exception:
-                if messages:  # keep what the caller gave us, then report the failure
-                    yield StoreBatch([state_put_op(thread_id, record, window)])
-                raise
-            record, window = outcome.record, outcome.window
-            status, jobs = outcome.status, outcome.jobs
-            if self.config.observation.buffer_on_idle and trigger == "turn-sync":
-                idle = yield from idle_plan(self._env, replace(inp, record=record, window=window))
-                jobs = jobs + [j for j in idle.jobs if j.key not in {k.key for k in jobs}]
-        else:
-            status, jobs = None, []
-        if run or messages:
-            yield StoreBatch([state_put_op(thread_id, record, window)])
-        return self._snapshot(thread_id, record, window, status), jobs
+        **force: Any,
+    ) -> Plan[ThreadState]:
+        return step_plan(self._env, StandaloneRequest(thread_id, resource_id, messages, **force))
 
-    def _run_standalone(
-        self, thread_id: str, plan: Plan[tuple[ThreadSnapshot, list[BackgroundJob]]]
-    ) -> ThreadSnapshot:
-        with self._locks.get(thread_id):
-            snapshot, jobs = run_sync(plan, self._executor)
-        for job in jobs:
-            self._background.start_thread(job.key, job.plan, self._executor)
-        return snapshot
-
-    async def _arun_standalone(
-        self, thread_id: str, plan: Plan[tuple[ThreadSnapshot, list[BackgroundJob]]]
-    ) -> ThreadSnapshot:
-        lock = self._locks.get(thread_id)
-        await asyncio.to_thread(lock.acquire)
-        try:
-            snapshot, jobs = await run_async(plan, self._executor)
-        finally:
-            lock.release()
-        for job in jobs:
-            self._background.start_task(job.key, job.plan, self._executor)
-        return snapshot
-
-    def _snapshot(
-        self,
-        thread_id: str,
-        record: OMRecord,
-        window: list[BaseMessage],
-        status: StatusEvent | None,
-    ) -> ThreadSnapshot:
-        from langchain_om._cycles import status_event
-
+    def _snapshot(self, thread_id: str, state: ThreadState) -> ThreadSnapshot:
+        status = state.status
         if status is None:
-            status = status_event(self._env, record, self.counter.count_messages(window), 0)
+            tokens = self.counter.count_messages(state.window)
+            status = status_event(self._env, state.record, tokens, 0)
         return ThreadSnapshot(
             thread_id=thread_id,
-            record=record,
-            window=window,
+            record=state.record,
+            window=state.window,
             status=status,
-            context=self.render(record),
+            context=self.render(state.record),
         )
 
     def add_messages(
         self, thread_id: str, messages: Sequence[BaseMessage], *, resource_id: str | None = None
     ) -> ThreadSnapshot:
         """Append ``messages`` to the thread and run a threshold-driven step (like an agent)."""
-        plan = self._standalone_plan(thread_id, resource_id, messages, trigger="turn-sync")
+        plan = self._step_plan(thread_id, resource_id, messages, trigger="turn-sync")
         return self._run_standalone(thread_id, plan)
 
     async def aadd_messages(
         self, thread_id: str, messages: Sequence[BaseMessage], *, resource_id: str | None = None
     ) -> ThreadSnapshot:
         """Async twin of :meth:`add_messages`."""
-        plan = self._standalone_plan(thread_id, resource_id, messages, trigger="turn-sync")
+        plan = self._step_plan(thread_id, resource_id, messages, trigger="turn-sync")
         return await self._arun_standalone(thread_id, plan)
 
     def observe(
@@ -638,7 +567,7 @@ class ObservationalMemory:
         separated from its results). Raises :class:`~langchain_om.errors.CycleFailedError` when
         the Observer fails; nothing is removed then.
         """
-        plan = self._standalone_plan(thread_id, resource_id, messages, force_observe=True)
+        plan = self._step_plan(thread_id, resource_id, messages, force_observe=True)
         return self._run_standalone(thread_id, plan)
 
     async def aobserve(
@@ -649,29 +578,26 @@ class ObservationalMemory:
         resource_id: str | None = None,
     ) -> ThreadSnapshot:
         """Async twin of :meth:`observe`."""
-        plan = self._standalone_plan(thread_id, resource_id, messages, force_observe=True)
+        plan = self._step_plan(thread_id, resource_id, messages, force_observe=True)
         return await self._arun_standalone(thread_id, plan)
 
     def reflect(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
         """Reflect now: condense the thread's observation log into a new generation."""
-        plan = self._standalone_plan(thread_id, resource_id, None, force_reflect=True)
+        plan = self._step_plan(thread_id, resource_id, None, force_reflect=True)
         return self._run_standalone(thread_id, plan)
 
     async def areflect(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
         """Async twin of :meth:`reflect`."""
-        plan = self._standalone_plan(thread_id, resource_id, None, force_reflect=True)
+        plan = self._step_plan(thread_id, resource_id, None, force_reflect=True)
         return await self._arun_standalone(thread_id, plan)
 
     def status(self, *, thread_id: str) -> ThreadSnapshot:
         """Windows, thresholds, generation and buffered state of a thread (no model call)."""
-        return self._run_standalone(
-            thread_id, self._standalone_plan(thread_id, None, None, run=False)
-        )
+        return self._run_standalone(thread_id, load_plan(self._env, thread_id))
 
     async def astatus(self, *, thread_id: str) -> ThreadSnapshot:
         """Async twin of :meth:`status`."""
-        plan = self._standalone_plan(thread_id, None, None, run=False)
-        return await self._arun_standalone(thread_id, plan)
+        return await self._arun_standalone(thread_id, load_plan(self._env, thread_id))
 
     def forget(self, *, thread_id: str, resource_id: str | None = None) -> None:
         """Delete everything memory stored for a thread (not the graph's checkpoints)."""
@@ -696,6 +622,24 @@ class ObservationalMemory:
         """Async twin of :meth:`get_context`."""
         snap = await self.astatus(thread_id=thread_id)
         return _context_messages(snap)
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def archived_messages(self, thread_id: str) -> list[BaseMessage]:
+        """The messages of a thread that left its window, oldest first (the recall archive)."""
+        return run_sync(archived_messages_plan(thread_id), self._executor)
+
+    async def aarchived_messages(self, thread_id: str) -> list[BaseMessage]:
+        """Async twin of :meth:`archived_messages`."""
+        return await run_async(archived_messages_plan(thread_id), self._executor)
+
+    def list_threads(self) -> list[str]:
+        """Ids of the threads whose state the store keeps (standalone API), sorted."""
+        return run_sync(thread_ids_plan(), self._executor)
+
+    async def alist_threads(self) -> list[str]:
+        """Async twin of :meth:`list_threads`."""
+        return await run_async(thread_ids_plan(), self._executor)
 
 
 class _ThreadLocks:

@@ -30,24 +30,24 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Annotated, Any, NotRequired, TypedDict
 
-from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
+from langchain_core.messages import AnyMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.config import get_stream_writer
 from langgraph.graph import StateGraph
-from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
+from langgraph.graph.message import add_messages
 
-from langchain_om._cycles import TurnOutcome
-from langchain_om._state import (
+from langchain_om._plans.graph_state import (
     MEMORY_MESSAGE_ID,
     OM_STATE_KEY,
     WindowSplit,
     run_ids,
     split_messages,
+    state_update,
     step_number,
 )
+from langchain_om._plans.types import TurnOutcome
 from langchain_om.engine import ObservationalMemory
 from langchain_om.errors import OMUsageError
 from langchain_om.events import OMEvent
@@ -90,56 +90,16 @@ class _Nodes:
 
     # -- shared pieces --------------------------------------------------------------------
 
-    def _messages_update(
-        self,
-        split: WindowSplit,
-        record: dict[str, Any],
-        *,
-        window: Sequence[BaseMessage],
-        removed_ids: Sequence[str] = (),
-        restamped: Sequence[BaseMessage] = (),
-        inserted: bool = False,
-    ) -> list[BaseMessage]:
-        present = {m.id for m in split.window}
-        context = self.memory.render(record)
+    def _update(
+        self, state: dict[str, Any], split: WindowSplit, outcome: TurnOutcome
+    ) -> dict[str, Any]:
+        context = self.memory.render(outcome.record)
         memory_message: BaseMessage | None = None
         if context.blocks:
             memory_message = context.to_system_message()
             memory_message.id = MEMORY_MESSAGE_ID
-        if (memory_message is not None and split.memory is None) or inserted:
-            # First memory message, or OM inserted a message (a time-gap reminder): rebuild
-            # in order, the memory message right after the leading system prompts.
-            keep = [memory_message] if memory_message is not None else []
-            keep += [split.memory] if memory_message is None and split.memory is not None else []
-            return [
-                RemoveMessage(id=REMOVE_ALL_MESSAGES),
-                *split.head,
-                *keep,
-                *window,
-            ]
-        gone = {mid for mid in removed_ids if mid in present}
-        update: list[BaseMessage] = [RemoveMessage(id=mid) for mid in gone]
-        update.extend(m for m in restamped if m.id in present and m.id not in gone)
-        if memory_message is not None and (
-            split.memory is None or split.memory.content != memory_message.content
-        ):
-            update.append(memory_message)
-        return update
-
-    def _update(self, split: WindowSplit, outcome: TurnOutcome) -> dict[str, Any]:
-        record = dict(outcome.record)
-        messages = self._messages_update(
-            split,
-            record,
-            window=outcome.window,
-            removed_ids=outcome.removed_ids,
-            restamped=outcome.stamped,
-            inserted=bool(outcome.inserted),
-        )
-        update: dict[str, Any] = {OM_STATE_KEY: record}
-        if messages:
-            update["messages"] = messages
-        return update
+        messages = state.get("messages", [])
+        return state_update(outcome, messages, memory=memory_message, current_memory=split.memory)
 
     def _args(
         self, state: dict[str, Any], config: RunnableConfig
@@ -159,29 +119,33 @@ class _Nodes:
 
     def gate(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         split, args = self._args(state, config)
-        return self._update(split, self.memory.step(**args, sync_cycles=False))
+        return self._update(state, split, self.memory.step(**args, sync_cycles=False))
 
     async def agate(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         split, args = self._args(state, config)
-        return self._update(split, await self.memory.astep(**args, sync_cycles=False))
+        return self._update(state, split, await self.memory.astep(**args, sync_cycles=False))
 
     def observe(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         split, args = self._args(state, config)
-        return self._update(split, self.memory.step(**args, reflect=False, emit_status=False))
+        return self._update(
+            state, split, self.memory.step(**args, reflect=False, emit_status=False)
+        )
 
     async def aobserve(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         split, args = self._args(state, config)
         outcome = await self.memory.astep(**args, reflect=False, emit_status=False)
-        return self._update(split, outcome)
+        return self._update(state, split, outcome)
 
     def reflect(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         split, args = self._args(state, config)
-        return self._update(split, self.memory.step(**args, observe=False, emit_status=False))
+        return self._update(
+            state, split, self.memory.step(**args, observe=False, emit_status=False)
+        )
 
     async def areflect(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         split, args = self._args(state, config)
         outcome = await self.memory.astep(**args, observe=False, emit_status=False)
-        return self._update(split, outcome)
+        return self._update(state, split, outcome)
 
     # -- routers --------------------------------------------------------------------------
 

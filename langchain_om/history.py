@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
-from langchain_om.engine import ObservationalMemory, _context_messages
+from langchain_om.engine import ObservationalMemory
 
 __all__ = ["ObservationalChatMessageHistory"]
 
@@ -46,11 +46,11 @@ class ObservationalChatMessageHistory(BaseChatMessageHistory):
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """The memory system message (when there is memory) followed by the window."""
-        return _context_messages(self.memory.status(thread_id=self.thread_id))
+        return self.memory.get_context(thread_id=self.thread_id)
 
     async def aget_messages(self) -> list[BaseMessage]:
         """Async twin of :attr:`messages`."""
-        return _context_messages(await self.memory.astatus(thread_id=self.thread_id))
+        return await self.memory.aget_context(thread_id=self.thread_id)
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Append ``messages`` and run the OM step (observes when over the threshold)."""

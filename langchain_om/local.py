@@ -108,7 +108,7 @@ class LocalServer:
         Args:
             **kwargs: more ``ChatOpenAI`` arguments, e.g. ``max_tokens=256``, ``temperature=0``.
         """
-        from langchain_openai import ChatOpenAI
+        from langchain_openai import ChatOpenAI  # noqa: PLC0415 - optional extra "local"
 
         options: dict[str, Any] = {"model": "local", "api_key": "none", "max_retries": 0}
         return ChatOpenAI(base_url=self.base_url, **(options | kwargs))
@@ -160,7 +160,7 @@ def start_local_server(
     path = Path(model_path) if model_path is not None else find_local_model()
     if not path.is_file():
         raise FileNotFoundError(f"model file not found: {path}")
-    import xllamacpp
+    import xllamacpp  # noqa: PLC0415 - optional extra "local"
 
     params = xllamacpp.CommonParams()
     params.model.path = str(path)

@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
@@ -29,13 +30,29 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from langchain_om._cycles import TurnOutcome
-from langchain_om._state import OM_STATE_KEY, run_ids, split_messages, state_update, step_number
+from langchain_om._plans.graph_state import (
+    OM_STATE_KEY,
+    run_ids,
+    split_messages,
+    state_update,
+    step_number,
+)
+from langchain_om._plans.types import TurnOutcome
 from langchain_om.engine import ObservationalMemory
 from langchain_om.events import OMEvent
 from langchain_om.models import model_id
 
 __all__ = ["ObservationalMemoryMiddleware", "ObservationalMemoryState"]
+
+
+@dataclass(frozen=True)
+class _ActorStep:
+    """The step to run before a model call whose provider changed (to activate buffered work)."""
+
+    args: dict[str, Any]
+    """Arguments of :meth:`ObservationalMemory.step` for the current state."""
+    actor: str
+    """``provider/model`` of the model about to be called."""
 
 
 class ObservationalMemoryState(AgentState[Any]):
@@ -109,9 +126,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
     @staticmethod
     def _update(messages: Sequence[BaseMessage], outcome: TurnOutcome) -> dict[str, Any]:
         """The state update for ``outcome`` (removals, restamps, record; order if reordered)."""
-        present = {m.id for m in messages if m.id}
-        head = split_messages(messages).head if outcome.inserted else ()
-        return state_update(outcome, present, head)
+        return state_update(outcome, messages)
 
     def _with_memory(self, request: ModelRequest, record: Any = None) -> ModelRequest:
         if record is None:
@@ -128,10 +143,13 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         blocks.extend({"type": "text", "text": b} for b in context.blocks)
         return request.override(system_message=SystemMessage(content=blocks))
 
-    def _actor_change(self, request: ModelRequest) -> tuple[ModelRequest, dict[str, Any] | None]:
+    def _actor_change(
+        self, request: ModelRequest
+    ) -> tuple[ModelRequest, dict[str, Any] | _ActorStep | None]:
         """Note the actor model; on a provider change, activate buffered work first.
 
-        Returns the request to send and a state update (``None`` when nothing changed).
+        Returns the request to send and a state update (``None`` when nothing changed), or the
+        step to run first when the provider changed.
         """
         actor = model_id(request.model)
         state = dict(request.state)
@@ -146,16 +164,20 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         ):
             args = self._step_args(state, request.runtime)
             args["emit"] = None
-            return request, {"__step__": args, "__actor__": actor}
+            return request, _ActorStep(args, actor)
         updated = {**record, "last_actor_model": actor}
         return request, {OM_STATE_KEY: updated}
 
     def _respond(
-        self, request: ModelRequest, update: dict[str, Any] | None, outcome: Any
+        self,
+        request: ModelRequest,
+        update: dict[str, Any] | _ActorStep | None,
+        outcome: TurnOutcome | None,
     ) -> tuple[ModelRequest, Command[Any] | None]:
         if update is None:
             return self._with_memory(request), None
         if outcome is None:
+            assert not isinstance(update, _ActorStep)
             return self._with_memory(request), Command(update=update)
         new_update = self._update(request.state["messages"], outcome)
         window = [m for m in request.messages if m.id not in set(outcome.removed_ids)]
@@ -168,8 +190,8 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         """Give the model the memory context (activating first on a provider change)."""
         request, update = self._actor_change(request)
         outcome = None
-        if update is not None and "__step__" in update:
-            outcome = self.memory.step(**update["__step__"], actor_model=update["__actor__"])
+        if isinstance(update, _ActorStep):
+            outcome = self.memory.step(**update.args, actor_model=update.actor)
         request, command = self._respond(request, update, outcome)
         response = handler(request)
         if command is None:
@@ -184,9 +206,8 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         """Async twin of :meth:`wrap_model_call`."""
         request, update = self._actor_change(request)
         outcome = None
-        if update is not None and "__step__" in update:
-            step = update["__step__"]
-            outcome = await self.memory.astep(**step, actor_model=update["__actor__"])
+        if isinstance(update, _ActorStep):
+            outcome = await self.memory.astep(**update.args, actor_model=update.actor)
         request, command = self._respond(request, update, outcome)
         response = await handler(request)
         if command is None:

@@ -1,12 +1,12 @@
 """Resilient model calls: transient-error classification, backoff, fallbacks.
 
-:func:`invoke_model` and :func:`ainvoke_model` call the :class:`~langchain_om.models.ModelAttempt`
+:func:`invoke_model` and :func:`ainvoke_model` call the :class:`ModelAttempt`
 list that :func:`~langchain_om.models.plan_attempts` builds from a model spec. Transient provider
 errors (:func:`is_transient`: timeouts, 408, 425, 429, 5xx) are retried with the exponential
 backoff and jitter of a :class:`RetryPolicy`, then the next model is tried; every retry and
-fallback is told to ``on_retry`` as a :class:`RetryEvent`. Both drivers execute one shared retry
-plan (a generator that yields "call this model" and "sleep this long" steps), so sync and async
-behave identically. Every name here is also importable from :mod:`langchain_om.models`.
+fallback is told to ``on_retry`` as a :class:`RetryEvent`. The retry loop is a plan (a
+generator that yields "call this model" and "sleep this long" steps) run by the shared drivers
+of :mod:`langchain_om._plans.effects`, so sync and async behave identically.
 
 Example:
     >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
@@ -26,22 +26,20 @@ import random
 import re
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
-from contextlib import closing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, cast
+from typing import Any, NamedTuple, TypeAlias
 
-from langchain_core.language_models import LanguageModelInput
-from langchain_core.messages import AIMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import Runnable, RunnableConfig
 
+from langchain_om._plans.effects import run_async, run_sync
 from langchain_om.errors import ModelResolutionError, OMConfigError
-
-if TYPE_CHECKING:
-    from langchain_om.models import ModelAttempt
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_RETRY_POLICY",
+    "ModelAttempt",
     "ModelCallResult",
     "ModelUsage",
     "RetryEvent",
@@ -51,9 +49,7 @@ __all__ = [
     "is_transient",
 ]
 
-# The retry code used to live in langchain_om.models; keep logging under that name so existing
-# logging configuration still applies.
-logger = logging.getLogger("langchain_om.models")
+logger = logging.getLogger("langchain_om.retry")
 
 DEFAULT_MAX_RETRIES = 3
 """Retries per model when a spec sets none (see :class:`~langchain_om.models.ModelWithRetries`)."""
@@ -216,23 +212,61 @@ class ModelCallResult:
         return self.message.text
 
 
+class ModelAttempt(NamedTuple):
+    """One model to call for a role, with its retry budget.
+
+    ``max_retries`` of ``None`` means "use the :class:`RetryPolicy`'s". ``bound`` is the
+    model with settings bound (see :func:`~langchain_om.models.apply_settings`);
+    :attr:`runnable` is what is called.
+    """
+
+    model: BaseChatModel
+    max_retries: int | None
+    model_id: str
+    bound: Runnable[LanguageModelInput, BaseMessage] | None = None
+
+    @property
+    def runnable(self) -> Runnable[LanguageModelInput, BaseMessage]:
+        """The runnable to call: the bound model, else the model."""
+        return self.bound if self.bound is not None else self.model
+
+
 @dataclass(frozen=True)
 class _Call:
+    """Call ``attempt``'s model with the prompt; the result is its output."""
+
     attempt: ModelAttempt
 
 
 @dataclass(frozen=True)
 class _Sleep:
+    """Wait ``seconds`` before the next try."""
+
     seconds: float
 
 
-@dataclass(frozen=True)
-class _Failed:
-    error: Exception
-
-
 _Step: TypeAlias = _Call | _Sleep
-_Plan: TypeAlias = Generator[_Step, object, ModelCallResult]
+_Plan: TypeAlias = Generator[_Step, Any, ModelCallResult]
+
+
+@dataclass(frozen=True)
+class _Caller:
+    """Carries out the retry plan's steps for one prompt (for the shared drivers)."""
+
+    messages: LanguageModelInput
+    config: RunnableConfig | None
+    sleep: Callable[[float], object]
+    asleep: Callable[[float], Awaitable[object]]
+
+    def execute(self, step: _Step) -> Any:
+        if isinstance(step, _Sleep):
+            return self.sleep(step.seconds)
+        return step.attempt.runnable.invoke(self.messages, self.config)
+
+    async def aexecute(self, step: _Step) -> Any:
+        if isinstance(step, _Sleep):
+            return await self.asleep(step.seconds)
+        return await step.attempt.runnable.ainvoke(self.messages, self.config)
 
 
 def _notify(on_retry: Callable[[RetryEvent], object] | None, event: RetryEvent) -> None:
@@ -249,11 +283,10 @@ def _retry_plan(
     policy: RetryPolicy,
     on_retry: Callable[[RetryEvent], object] | None,
 ) -> _Plan:
-    """The retry loop, shared by both drivers.
+    """The retry loop, run by the shared drivers.
 
-    Yields a :class:`_Call` (the driver sends back the output or a :class:`_Failed`) or a
-    :class:`_Sleep` (the driver sends back anything); returns the result or raises the last
-    error.
+    Yields a :class:`_Call` (the driver sends back the output, or throws the call's error in)
+    or a :class:`_Sleep`; returns the result or raises the last error.
     """
     if not attempts:
         raise ModelResolutionError("No model to call: the model spec expanded to nothing.")
@@ -262,14 +295,17 @@ def _retry_plan(
     for index, attempt in enumerate(attempts):
         budget = attempt.max_retries if attempt.max_retries is not None else policy.max_retries
         for tried in range(1, budget + 2):
-            outcome = yield _Call(attempt)
-            if not isinstance(outcome, _Failed):
-                return _result(outcome, attempt, len(errors) + 1, retries, errors)
-            errors.append((attempt.model_id, outcome.error))
-            if tried > budget or not policy.retry_on(outcome.error):
+            try:
+                output = yield _Call(attempt)
+            except Exception as exc:
+                error = exc
+            else:
+                return _result(output, attempt, len(errors) + 1, retries, errors)
+            errors.append((attempt.model_id, error))
+            if tried > budget or not policy.retry_on(error):
                 break
-            delay = policy.delay(tried - 1, outcome.error)
-            _notify(on_retry, RetryEvent(attempt.model_id, tried, outcome.error, delay))
+            delay = policy.delay(tried - 1, error)
+            _notify(on_retry, RetryEvent(attempt.model_id, tried, error, delay))
             retries += 1
             yield _Sleep(delay)
         if index + 1 < len(attempts):
@@ -343,21 +379,8 @@ def invoke_model(
         >>> invoke_model(attempts, "hi").text
         'ok'
     """
-    plan = _retry_plan(attempts, policy, on_retry)
-    outcome: object = None
-    with closing(plan):
-        while True:
-            try:
-                step = plan.send(outcome)
-            except StopIteration as done:
-                return cast("ModelCallResult", done.value)
-            if isinstance(step, _Sleep):
-                outcome = sleep(step.seconds)
-                continue
-            try:
-                outcome = step.attempt.runnable.invoke(messages, config)
-            except Exception as exc:
-                outcome = _Failed(exc)
+    caller = _Caller(messages, config, sleep, _no_async_sleep)
+    return run_sync(_retry_plan(attempts, policy, on_retry), caller)
 
 
 async def ainvoke_model(
@@ -379,18 +402,13 @@ async def ainvoke_model(
         >>> asyncio.run(ainvoke_model(attempts, "hi")).text
         'ok'
     """
-    plan = _retry_plan(attempts, policy, on_retry)
-    outcome: object = None
-    with closing(plan):
-        while True:
-            try:
-                step = plan.send(outcome)
-            except StopIteration as done:
-                return cast("ModelCallResult", done.value)
-            if isinstance(step, _Sleep):
-                outcome = await sleep(step.seconds)
-                continue
-            try:
-                outcome = await step.attempt.runnable.ainvoke(messages, config)
-            except Exception as exc:
-                outcome = _Failed(exc)
+    caller = _Caller(messages, config, _no_sync_sleep, sleep)
+    return await run_async(_retry_plan(attempts, policy, on_retry), caller)
+
+
+def _no_sync_sleep(seconds: float) -> None:
+    raise RuntimeError("the async retry path sleeps with its async sleep")
+
+
+async def _no_async_sleep(seconds: float) -> None:
+    raise RuntimeError("the sync retry path sleeps with its blocking sleep")

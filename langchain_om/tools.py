@@ -10,48 +10,49 @@ The thread and resource (user) the tool works for come from the run config
 injected state; the model never sees or chooses them. Whatever arguments the model passes, the
 tool never returns anything of another resource.
 
-Writers call :func:`index_ops` (message id → sequence number, so a cursor resolves in one
-lookup) and, with vector search on, :func:`search_index_ops` (documents for the store's vector
-index) next to :func:`langchain_om.storage.archive_ops`.
-
 The modes themselves (``messages``, ``threads``, ``search``) are plans of store batches in
-:mod:`langchain_om._recall_modes`; this module builds the tool that drives them.
+:mod:`langchain_om._plans.recall`; this module builds the tool that drives them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Any, Literal, Protocol
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool
-from langgraph.prebuilt import InjectedState
-from pydantic import BaseModel, Field
+from langgraph.store.base import BaseStore
 
-from langchain_om._core.recall import json_text, recall_guidance
-from langchain_om._effects import Executor, ModelCall, Plan, run_async, run_sync
-from langchain_om._recall_modes import ENVELOPE_MARGIN as ENVELOPE_MARGIN
-from langchain_om._recall_modes import MAX_SCAN as MAX_SCAN
-from langchain_om._recall_modes import MAX_THREADS as MAX_THREADS
-from langchain_om._recall_modes import SCAN_CHUNK as SCAN_CHUNK
-from langchain_om._recall_modes import _Caller, _Settings, _str, recall_plan
-from langchain_om.config import ObservationalMemoryConfig, RetrievalConfig
+from langchain_om._core.recall import json_text
+from langchain_om._core.tokens import TokenCounter
+from langchain_om._plans.effects import Executor, ModelCall, Plan, run_async, run_sync
+from langchain_om._plans.graph_state import split_messages
+from langchain_om._plans.recall import (
+    Caller,
+    RecallInput,
+    RecallSettings,
+    nonempty_str,
+    recall_plan,
+)
+from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import OMUsageError
-from langchain_om.storage import index_ops, msgindex_ns, search_index_ops, search_ns
 
-if TYPE_CHECKING:
-    from langchain_om.engine import ObservationalMemory
 
-__all__ = [
-    "RecallInput",
-    "create_recall_tool",
-    "index_ops",
-    "msgindex_ns",
-    "recall_instructions",
-    "search_index_ops",
-    "search_ns",
-]
+class RecallMemory(Protocol):
+    """What the recall tool reads from the engine (an ``ObservationalMemory``)."""
+
+    @property
+    def config(self) -> ObservationalMemoryConfig: ...
+
+    @property
+    def store(self) -> BaseStore: ...
+
+    @property
+    def counter(self) -> TokenCounter: ...
+
+
+__all__ = ["create_recall_tool"]
 
 TOOL_DESCRIPTION = """\
 Read the original messages behind your memory (your observations only summarise them).
@@ -65,61 +66,6 @@ Without a cursor, `anchor` "start" or "end" reads from the beginning or the end.
 continue from `next_cursor`."""
 
 
-# --------------------------------------------------------------------------------------------
-# The tool's arguments
-# --------------------------------------------------------------------------------------------
-
-
-class RecallInput(BaseModel):
-    """Arguments of the ``recall`` tool."""
-
-    mode: Literal["messages", "threads", "search"] = Field(
-        default="messages",
-        description="messages: a page of one thread; threads: list conversations; "
-        "search: find messages by meaning (needs semantic search).",
-    )
-    query: str | None = Field(default=None, description="What to search for (mode='search').")
-    cursor: str | None = Field(
-        default=None,
-        description="One message id to page from (e.g. the start or end of a `_range`).",
-    )
-    thread_id: str | None = Field(
-        default=None, description="Thread to read; 'current' or omitted = this conversation."
-    )
-    anchor: Literal["start", "end"] | None = Field(
-        default=None, description="Without a cursor: read from the start or the end of the thread."
-    )
-    page: int = Field(
-        default=1, description="Page from the cursor: 1, 2, … forward; -1, -2, … backward."
-    )
-    limit: int = Field(default=20, description="Messages (or threads, results) per page.")
-    detail: Literal["low", "high"] = Field(
-        default="low", description="low: short previews; high: full text of each part."
-    )
-    part_type: str | None = Field(
-        default=None,
-        description="Only parts of this type: text, reasoning, tool_call, tool_result, image, …",
-    )
-    tool_name: str | None = Field(
-        default=None, description="Only tool calls and results of this tool."
-    )
-    part_index: int | None = Field(
-        default=None, description="Only this part (0-based) of each message, in full."
-    )
-    before: str | None = Field(
-        default=None, description="Threads mode: threads active before this ISO date."
-    )
-    after: str | None = Field(
-        default=None, description="Threads mode: threads active after this ISO date."
-    )
-    state: Annotated[dict[str, Any] | None, InjectedState] = None
-
-
-# --------------------------------------------------------------------------------------------
-# Who is asking
-# --------------------------------------------------------------------------------------------
-
-
 def _caller(
     *,
     scope: Literal["thread", "resource"],
@@ -127,58 +73,25 @@ def _caller(
     bound_resource: str | None,
     config: RunnableConfig | None,
     state: Mapping[str, Any] | None,
-) -> _Caller:
+) -> Caller:
     configurable: Mapping[str, Any] = (config or {}).get("configurable") or {}
     record = state.get("om_record") if isinstance(state, Mapping) else None
     record = record if isinstance(record, Mapping) else None
-    thread_id = bound_thread or _str(configurable.get("thread_id"))
-    thread_id = thread_id or (_str(record.get("thread_id")) if record else None)
-    resource_id = bound_resource or _str(
+    thread_id = bound_thread or nonempty_str(configurable.get("thread_id"))
+    thread_id = thread_id or (nonempty_str(record.get("thread_id")) if record else None)
+    resource_id = bound_resource or nonempty_str(
         configurable.get("resource_id") or configurable.get("user_id")
     )
     if resource_id is None and record is not None and record.get("thread_id") == thread_id:
-        resource_id = _str(record.get("resource_id"))
+        resource_id = nonempty_str(record.get("resource_id"))
     window: list[BaseMessage] | None = None
     if isinstance(state, Mapping) and isinstance(state.get("messages"), list):
         same_thread = record is None or record.get("thread_id") in (None, thread_id)
         if bound_thread is None or same_thread:
-            from langchain_om._state import split_messages
-
             msgs = [m for m in state["messages"] if isinstance(m, BaseMessage)]
             window = split_messages(msgs).window
     own_record = record if record is not None and record.get("thread_id") == thread_id else None
-    return _Caller(thread_id, resource_id, scope, window, own_record)
-
-
-# --------------------------------------------------------------------------------------------
-# Public constructors
-# --------------------------------------------------------------------------------------------
-
-
-def recall_instructions(
-    config: ObservationalMemoryConfig | RetrievalConfig | None,
-    *,
-    scope: Literal["thread", "resource"] | None = None,
-) -> str:
-    """Usage guidance for the recall tool, for the agent's context.
-
-    It says when to recall and how to use cursors, paging, detail levels and truncation; it
-    mentions other threads only in resource scope and search only when vector search is on.
-    ``retrieval.instructions`` is appended.
-
-    Args:
-        config: the memory's config (or its ``retrieval`` part).
-        scope: override the retrieval scope (as :func:`create_recall_tool` does).
-
-    Returns:
-        The guidance text, or ``""`` when retrieval is off.
-    """
-    retrieval = config.retrieval if isinstance(config, ObservationalMemoryConfig) else config
-    if retrieval is None:
-        return ""
-    return recall_guidance(
-        scope=scope or retrieval.scope, vector=retrieval.vector, extra=retrieval.instructions
-    )
+    return Caller(thread_id, resource_id, scope, window, own_record)
 
 
 def _no_model(effect: ModelCall) -> Any:
@@ -190,7 +103,7 @@ async def _ano_model(effect: ModelCall) -> Any:
 
 
 def create_recall_tool(
-    memory: ObservationalMemory,
+    memory: RecallMemory,
     *,
     scope: Literal["thread", "resource"] | None = None,
     token_budget: int = 8000,
@@ -234,7 +147,7 @@ def create_recall_tool(
         raise OMUsageError(f"scope must be 'thread' or 'resource', got {chosen_scope!r}")
     if token_budget < 100:
         raise OMUsageError(f"token_budget must be at least 100, got {token_budget}")
-    settings = _Settings(
+    settings = RecallSettings(
         vector=vector if vector is not None else bool(retrieval and retrieval.vector),
         token_budget=token_budget,
         count=memory.counter.count_text,

@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
 from langchain_om._core.thresholds import choose_activation, chunk_chain, should_buffer
-from langchain_om.storage import archive_ns, archived_message, buffer_ns
+from langchain_om._plans.storage import archive_ns, archived_message, buffer_ns
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
 
 

@@ -13,10 +13,10 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from langchain_om import ObservationalMemory
+from langchain_om._plans.storage import archive_ns
 from langchain_om.cli import ReplayFormatError, build_parser, load_conversation, main, open_backend
 from langchain_om.errors import MissingProviderError
 from langchain_om.models import clear_model_cache
-from langchain_om.storage import archive_ns
 from langchain_om.testing import FunctionChatModel, memory_model
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "data" / "demo.jsonl"

@@ -11,7 +11,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langchain_om import CycleFailedError, ObservationalMemory
-from langchain_om.storage import archive_ns, archived_message
+from langchain_om._plans.storage import archive_ns, archived_message
 from langchain_om.testing import (
     FunctionChatModel,
     ScriptedChatModel,

@@ -23,7 +23,7 @@ from langchain_om import (
     ObservationalMemoryMiddleware,
     add_observational_memory,
 )
-from langchain_om.storage import archive_ns, archived_message
+from langchain_om._plans.storage import archive_ns, archived_message
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
 
 OPTIONS: dict[str, Any] = {

@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableLambda
 
 from langchain_om import ObservationalChatMessageHistory, ObservationalMemory
-from langchain_om.storage import archive_ns, msgindex_ns
+from langchain_om._plans.storage import archive_ns, msgindex_ns
 from langchain_om.testing import memory_model
 
 

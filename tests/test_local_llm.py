@@ -11,6 +11,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_om import CycleFailedError, ObservationalMemory
+from langchain_om._plans.storage import archive_ns
 from langchain_om.errors import MissingProviderError
 from langchain_om.local import (
     INSTALL_HINT,
@@ -18,7 +19,6 @@ from langchain_om.local import (
     local_model_available,
     start_local_server,
 )
-from langchain_om.storage import archive_ns
 
 needs_local_model = pytest.mark.skipif(
     not local_model_available(),

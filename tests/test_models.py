@@ -31,21 +31,23 @@ from langchain_om.errors import (
 from langchain_om.models import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     DEFAULT_MODEL,
-    ModelAttempt,
     ModelByInputTokens,
-    ModelCallResult,
     ModelWithRetries,
-    RetryEvent,
-    RetryPolicy,
     RunContext,
-    ainvoke_model,
     apply_settings,
     clear_model_cache,
-    invoke_model,
-    is_transient,
     model_id,
     plan_attempts,
     resolve_model_string,
+)
+from langchain_om.retry import (
+    ModelAttempt,
+    ModelCallResult,
+    RetryEvent,
+    RetryPolicy,
+    ainvoke_model,
+    invoke_model,
+    is_transient,
 )
 from langchain_om.testing import (
     ScriptedChatModel,
@@ -807,7 +809,7 @@ def test_failing_retry_callback_is_logged_not_raised(
         raise RuntimeError("hook bug")
 
     model = scripted(server_error(503), "ok", name="m")
-    with caplog.at_level(logging.ERROR, logger="langchain_om.models"):
+    with caplog.at_level(logging.ERROR, logger="langchain_om.retry"):
         result, _ = run(mode, plan_attempts(model), on_retry=broken)
     assert result.text == "ok"
     assert "on_retry callback failed" in caplog.text

@@ -23,14 +23,12 @@ from langchain_core.messages import (
 from langchain_om._core.dates import format_date
 from langchain_om._core.observer import (
     MAX_LINE_CHARS,
-    OBSERVATION_FORMAT_GUIDE,
-    OBSERVER_SYSTEM_PROMPT,
-    FormattedHistory,
     build_observer_messages,
-    format_messages_for_observer,
     order_lines_by_time,
     parse_observer_output,
 )
+from langchain_om._core.observer_input import FormattedHistory, format_messages_for_observer
+from langchain_om._core.observer_prompts import OBSERVATION_FORMAT_GUIDE, OBSERVER_SYSTEM_PROMPT
 from langchain_om._core.truncation import TruncatedObservations, truncate_observations
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"

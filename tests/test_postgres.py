@@ -12,7 +12,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 
 from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
-from langchain_om.storage import archive_ns, archived_message
+from langchain_om._plans.storage import archive_ns, archived_message
 from langchain_om.testing import FunctionChatModel, memory_model
 
 pytestmark = pytest.mark.postgres

@@ -34,19 +34,14 @@ from langchain_om._core.recall import (
     fit_budget,
     message_parts,
     page_bounds,
+    recall_instructions,
     render_message,
     render_part,
 )
 from langchain_om._core.types import OM_META_KEY, ObservationGroup
-from langchain_om._embeddings import HashEmbeddings
-from langchain_om.storage import archive_ops, threads_ns
-from langchain_om.testing import FunctionChatModel
-from langchain_om.tools import (
-    create_recall_tool,
-    index_ops,
-    recall_instructions,
-    search_index_ops,
-)
+from langchain_om._plans.storage import archive_ops, index_ops, search_index_ops, threads_ns
+from langchain_om.testing import FunctionChatModel, HashEmbeddings
+from langchain_om.tools import create_recall_tool
 
 OBSERVER_REPLY = (
     "<observations>\nDate: Nov 30, 2026\n* 🔴 (10:00) User talked about the garden\n"
@@ -840,16 +835,16 @@ def test_hash_embeddings_are_deterministic_and_normalised() -> None:
 
 def test_recall_instructions_follow_scope_and_vector() -> None:
     plain = make_memory().config
-    text = recall_instructions(plain)
+    text = recall_instructions(plain.retrieval)
     assert "cursor" in text and "page" in text and "detail" in text and "truncated" in text
     assert "mode='threads'" in text and "mode='search'" not in text
     vector = make_memory(vector=True, instructions="Prefer recent threads.").config
-    with_search = recall_instructions(vector)
+    with_search = recall_instructions(vector.retrieval)
     assert "mode='search'" in with_search and with_search.endswith("Prefer recent threads.")
-    thread = recall_instructions(make_memory(scope="thread", vector=True).config)
+    thread = recall_instructions(make_memory(scope="thread", vector=True).config.retrieval)
     assert "mode='threads'" not in thread and "this conversation" in thread
     off = ObservationalMemory(model=FunctionChatModel(function=lambda m, i: "x")).config
-    assert recall_instructions(off) == ""
+    assert recall_instructions(off.retrieval) == ""
 
 
 def test_bad_construction_arguments() -> None:

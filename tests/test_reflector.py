@@ -7,11 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from langchain_om._core.observer import (
-    OBSERVATION_FORMAT_GUIDE,
-    ObserverOutput,
-    parse_observer_output,
-)
+from langchain_om._core.observer import ObserverOutput, parse_observer_output
+from langchain_om._core.observer_prompts import OBSERVATION_FORMAT_GUIDE
 from langchain_om._core.record import make_group, new_record
 from langchain_om._core.reflector import (
     COMPRESSION_GUIDANCE,

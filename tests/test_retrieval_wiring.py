@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langgraph.store.memory import InMemoryStore
 
 from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
-from langchain_om.storage import msgindex_ns, search_ns
+from langchain_om._plans.storage import msgindex_ns, search_ns
 from langchain_om.testing import FunctionChatModel, HashEmbeddings, RecordedCall, memory_model
 
 

@@ -2,12 +2,19 @@
 
 Modules:
     types: the JSON-native OM record and its parts.
+    record: creating, coercing and updating records (append observations, apply reflections).
     tokens: token counting (tiktoken offline or heuristic) with a per-message cache.
-    dates: date formatting and relative-time helpers.
+    media_tokens: token estimates for images and files.
+    dates: date formatting, relative-time helpers and message timestamps.
+    temporal: time-gap reminders between messages.
+    window: safe cut points of a message window (a tool call stays with its results).
+    thresholds: threshold, buffering and activation arithmetic.
+    observer_input: how messages are shown to the Observer.
+    observer_prompts: the Observer's instructions.
     observer: what the Observer is shown and how its output is parsed.
     reflector: what the Reflector is shown, compression levels, and its output checks.
     truncation: budgeted view of previous observations for the Observer.
     degenerate: detection of repetition loops in model output.
     render: the memory context the agent's model sees.
-    thresholds: threshold and activation arithmetic.
+    recall: rendering, paging and budgeting of recall results, and recall guidance.
 """

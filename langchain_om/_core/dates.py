@@ -11,6 +11,7 @@ Conventions:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -23,10 +24,12 @@ __all__ = [
     "MONTHS",
     "format_date",
     "format_time",
+    "iso",
     "gap_label",
     "message_time",
     "parse_date_header",
     "relative_label",
+    "stamp_messages",
     "to_zone",
 ]
 
@@ -167,3 +170,32 @@ def gap_label(earlier: date, later: date) -> str | None:
 def _as_date(d: date) -> date:
     # A datetime is a date, but subtracting a date from a datetime raises: normalise.
     return d.date() if isinstance(d, datetime) else d
+
+
+def iso(dt: datetime) -> str:
+    """``dt`` in UTC as ISO-8601 text (the form OM stores times in)."""
+    return dt.astimezone(UTC).isoformat()
+
+
+def stamp_messages(
+    messages: Sequence[BaseMessage], now: datetime, *, earlier: str | None = None
+) -> list[BaseMessage]:
+    """Give every message without an OM timestamp a time; return those stamped.
+
+    New messages get ``now``, except replies that came in before the first new user message
+    (the previous turn's last answer, seen only now): they get ``earlier``, the time of the
+    previous step, when known.
+    """
+    stamped: list[BaseMessage] = []
+    seen_human = False
+    for message in messages:
+        meta = message.response_metadata.get(OM_META_KEY)
+        if not isinstance(meta, dict):
+            meta = {}
+            message.response_metadata[OM_META_KEY] = meta
+        if "ts" in meta:
+            continue
+        seen_human = seen_human or message.type == "human"
+        meta["ts"] = earlier if (earlier and not seen_human) else iso(now)
+        stamped.append(message)
+    return stamped

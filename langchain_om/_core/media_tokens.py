@@ -1,10 +1,10 @@
 """Token estimates for images and files (and audio/video), by provider.
 
 :func:`estimate_image_tokens` and :func:`estimate_file_tokens` hold the provider formulas.
-The private helpers read what those need from the many shapes of LangChain image/file content
-blocks (``_media``), sniff image dimensions from the first bytes of PNG, GIF, WebP and JPEG data
-(``_image_size``), and build the cache-key payload of a block (``_media_key_payload``).
-:mod:`langchain_om._core.tokens` counts messages with them and re-exports the public names.
+:func:`media_info` reads what those need from the many shapes of LangChain image/file content
+blocks (sniffing image dimensions from the first bytes of PNG, GIF, WebP and JPEG data), and
+:func:`media_key_payload` builds the cache-key payload of a block.
+:mod:`langchain_om._core.tokens` counts messages with them.
 """
 
 from __future__ import annotations
@@ -15,7 +15,15 @@ import math
 import struct
 from typing import Any, Literal, NamedTuple
 
-__all__ = ["estimate_file_tokens", "estimate_image_tokens"]
+__all__ = [
+    "MediaInfo",
+    "estimate_file_tokens",
+    "estimate_image_tokens",
+    "media_info",
+    "media_key_payload",
+    "media_part_tokens",
+    "provider_family",
+]
 
 ProviderFamily = Literal["openai", "anthropic", "google"]
 
@@ -31,7 +39,7 @@ UNKNOWN_PROVIDER_IMAGE = 1000  # unknown provider and unknown size
 UNKNOWN_FILE = 1000  # file of unknown size
 
 
-def _provider_family(provider: str | None) -> ProviderFamily | None:
+def provider_family(provider: str | None) -> ProviderFamily | None:
     if not provider:
         return None
     p = provider.lower()
@@ -82,7 +90,7 @@ def estimate_image_tokens(
     Returns:
         The estimate (a positive int).
     """
-    family = _provider_family(provider)
+    family = provider_family(provider)
     known = width is not None and height is not None and width > 0 and height > 0
     if family == "google":
         return GEMINI_IMAGE
@@ -121,7 +129,7 @@ def estimate_file_tokens(provider: str | None, size: int | None, *, pdf: bool) -
         return UNKNOWN_FILE
     if not pdf:
         return -(-size // 4)
-    family = _provider_family(provider)
+    family = provider_family(provider)
     if family == "google":
         return max(258, -(-size // 20))
     if family == "anthropic":
@@ -183,7 +191,7 @@ def _positive_int(value: object, limit: int) -> int | None:
     return None
 
 
-class _Media(NamedTuple):
+class MediaInfo(NamedTuple):
     image: bool
     data: str | bytes | None  # base64 text, or raw bytes
     url: str | None
@@ -204,7 +212,7 @@ def _split_data_url(url: str) -> tuple[str | None, str | None]:
     return mime, payload
 
 
-def _media(block: dict[str, Any], image: bool) -> _Media:
+def media_info(block: dict[str, Any], image: bool) -> MediaInfo:
     """Collect what the estimate needs from the many shapes of image/file blocks."""
     nested: list[dict[str, Any]] = [block]
     for key in ("image_url", "file", "source", "input_audio", "metadata", "extras"):
@@ -247,7 +255,7 @@ def _media(block: dict[str, Any], image: bool) -> _Media:
 
     detail = first("detail")
     filename = first("filename", "name", "title")
-    return _Media(
+    return MediaInfo(
         image=image or (mime or "").startswith("image/"),
         data=data,
         url=url,
@@ -277,7 +285,7 @@ def _data_head(data: str | bytes) -> bytes:
         return b""
 
 
-def _media_tokens(media: _Media, provider: str | None) -> int:
+def media_part_tokens(media: MediaInfo, provider: str | None) -> int:
     if media.image:
         width, height = media.width, media.height
         if (width is None or height is None) and media.data is not None:
@@ -293,7 +301,7 @@ def _media_tokens(media: _Media, provider: str | None) -> int:
     return estimate_file_tokens(provider, size, pdf=pdf)
 
 
-def _media_key_payload(media: _Media, family: str | None) -> str:
+def media_key_payload(media: MediaInfo, family: str | None) -> str:
     data = media.data
     if isinstance(data, bytes):
         head = data[:4096].hex()

@@ -9,7 +9,7 @@ Its answer holds an ``<observations>`` block and hint sections; :func:`parse_obs
 reads it without ever raising and flags repetition loops (:mod:`.degenerate`).
 
 The prompt text lives in :mod:`.observer_prompts` and the message rendering in
-:mod:`.observer_input`; their public names are re-exported here.
+:mod:`.observer_input`.
 """
 
 from __future__ import annotations
@@ -23,19 +23,15 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_om._core.dates import format_date, parse_date_header
 from langchain_om._core.degenerate import is_degenerate
-from langchain_om._core.observer_input import FormattedHistory, format_messages_for_observer
-from langchain_om._core.observer_prompts import OBSERVATION_FORMAT_GUIDE, OBSERVER_SYSTEM_PROMPT
+from langchain_om._core.observer_input import FormattedHistory
+from langchain_om._core.observer_prompts import OBSERVER_SYSTEM_PROMPT
 from langchain_om._core.truncation import TruncatedObservations
 
 __all__ = [
     "BUILTIN_SECTIONS",
     "MAX_LINE_CHARS",
-    "OBSERVATION_FORMAT_GUIDE",
-    "OBSERVER_SYSTEM_PROMPT",
-    "FormattedHistory",
     "ObserverOutput",
     "build_observer_messages",
-    "format_messages_for_observer",
     "order_lines_by_time",
     "parse_observer_output",
 ]

@@ -4,7 +4,7 @@
 reads: one labelled line per user/assistant turn, reasoning, tool call and tool result (long
 arguments and results cut to a token budget), OM's own memory messages skipped, and image/file
 parts replaced by ``[Image #1: x.png]`` placeholders and forwarded as content blocks when the
-attachment policy allows. :mod:`langchain_om._core.observer` re-exports the public names.
+attachment policy allows.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 :data:`OBSERVER_SYSTEM_PROMPT` is assembled from the Observer's role, a description of its
 input, :data:`OBSERVATION_FORMAT_GUIDE` (how observation lines are written, also given to the
-Reflector) and the output format. :mod:`langchain_om._core.observer` re-exports both names.
+Reflector) and the output format.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
@@ -461,3 +461,32 @@ def recall_guidance(
     if extra and extra.strip():
         text += "\n\n" + extra.strip()
     return text
+
+
+class RetrievalSettings(Protocol):
+    """The retrieval options recall guidance depends on."""
+
+    @property
+    def scope(self) -> Literal["thread", "resource"]: ...
+
+    @property
+    def vector(self) -> bool: ...
+
+    @property
+    def instructions(self) -> str | None: ...
+
+
+def recall_instructions(
+    retrieval: RetrievalSettings | None, *, scope: Literal["thread", "resource"] | None = None
+) -> str:
+    """Usage guidance for the recall tool, for the agent's context (``""`` when retrieval is off).
+
+    It says when to recall and how to use cursors, paging, detail levels and truncation; it
+    mentions other threads only in resource scope and search only when vector search is on.
+    ``retrieval.instructions`` is appended; ``scope`` overrides ``retrieval.scope``.
+    """
+    if retrieval is None:
+        return ""
+    return recall_guidance(
+        scope=scope or retrieval.scope, vector=retrieval.vector, extra=retrieval.instructions
+    )

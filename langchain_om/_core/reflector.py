@@ -26,7 +26,8 @@ from typing import Literal
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_om._core.degenerate import is_degenerate
-from langchain_om._core.observer import OBSERVATION_FORMAT_GUIDE, ObserverOutput
+from langchain_om._core.observer import ObserverOutput
+from langchain_om._core.observer_prompts import OBSERVATION_FORMAT_GUIDE
 from langchain_om._core.types import ObservationGroup, OMRecord
 from langchain_om.errors import ReflectorOutputError
 

@@ -163,3 +163,20 @@ def auto_ttl_ms(model_id: str | None) -> int:
             return 5 * 60_000
         return 60 * 60_000
     return AUTO_TTL_MS.get(provider, DEFAULT_TTL_MS)
+
+
+def message_threshold(
+    message_tokens: int,
+    *,
+    observation_tokens: int,
+    logged_tokens: int,
+    share_budget: bool,
+) -> int:
+    """Unobserved-message tokens that trigger observation.
+
+    With a shared budget the messages may use what the observation log (``logged_tokens`` of
+    ``observation_tokens``) leaves free, never less than ``message_tokens``.
+    """
+    if share_budget:
+        return max(message_tokens + observation_tokens - logged_tokens, message_tokens)
+    return message_tokens

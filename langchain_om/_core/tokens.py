@@ -43,31 +43,17 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from langchain_core.messages import AIMessage, ToolMessage
 
-# The image/file estimates live in media_tokens; its constants stay importable from here.
 from langchain_om._core.media_tokens import (
-    ANTHROPIC_IMAGE_UNKNOWN_SIZE as ANTHROPIC_IMAGE_UNKNOWN_SIZE,
-)
-from langchain_om._core.media_tokens import ANTHROPIC_MAX_EDGE as ANTHROPIC_MAX_EDGE
-from langchain_om._core.media_tokens import ANTHROPIC_MAX_IMAGE as ANTHROPIC_MAX_IMAGE
-from langchain_om._core.media_tokens import GEMINI_IMAGE as GEMINI_IMAGE
-from langchain_om._core.media_tokens import OPENAI_IMAGE_BASE as OPENAI_IMAGE_BASE
-from langchain_om._core.media_tokens import OPENAI_IMAGE_TILE as OPENAI_IMAGE_TILE
-from langchain_om._core.media_tokens import (
-    OPENAI_IMAGE_UNKNOWN_SIZE as OPENAI_IMAGE_UNKNOWN_SIZE,
-)
-from langchain_om._core.media_tokens import UNKNOWN_FILE as UNKNOWN_FILE
-from langchain_om._core.media_tokens import UNKNOWN_PROVIDER_IMAGE as UNKNOWN_PROVIDER_IMAGE
-from langchain_om._core.media_tokens import ProviderFamily as ProviderFamily
-from langchain_om._core.media_tokens import (
-    _Media,
-    _media,
-    _media_key_payload,
-    _media_tokens,
-    _provider_family,
+    MediaInfo,
     estimate_file_tokens,
     estimate_image_tokens,
+    media_info,
+    media_key_payload,
+    media_part_tokens,
+    provider_family,
 )
 from langchain_om._core.types import OM_META_KEY
+from langchain_om._tiktoken_offline import ENCODING_FILES, load_encoding
 from langchain_om.errors import OMConfigError
 
 if TYPE_CHECKING:
@@ -153,8 +139,6 @@ _fallback_warned = False
 
 def _load_tiktoken(name: str) -> Callable[[str], list[int]]:
     """Load ``name`` offline and return its ``encode_ordinary`` (tests monkeypatch this)."""
-    from langchain_om._tiktoken_offline import load_encoding
-
     return load_encoding(name).encode_ordinary
 
 
@@ -220,9 +204,9 @@ def _json(value: object) -> str:
 
 
 # A part: (cache key, payload). The payload is counted only on a cache miss: a str goes to
-# the tokenizer, a (name, args) tuple is a tool call, a _Media is estimated from metadata.
+# the tokenizer, a (name, args) tuple is a tool call, a MediaInfo is estimated from metadata.
 # Plain tuples: the cache-hit path builds one per part, and tuples are cheapest.
-_Part = tuple[str, "str | tuple[object, object] | _Media"]
+_Part = tuple[str, "str | tuple[object, object] | MediaInfo"]
 
 
 def _text_part(kind: str, text: str) -> _Part:
@@ -312,8 +296,6 @@ class TokenCounter:
         source: Source = "auto",
         provider: str | None = None,
     ) -> None:
-        from langchain_om._tiktoken_offline import ENCODING_FILES
-
         if source not in ("auto", "tiktoken", "heuristic"):
             raise OMConfigError(
                 f"source must be 'auto', 'tiktoken' or 'heuristic', got {source!r}",
@@ -328,7 +310,7 @@ class TokenCounter:
         self.encoding = encoding
         self.requested_source: Source = source
         self.provider = provider
-        self._family = _provider_family(provider)
+        self._family = provider_family(provider)
         self.encode_calls = 0
         self._source: str | None = None
         self._count: Callable[[str], int] = heuristic_count
@@ -508,8 +490,8 @@ class TokenCounter:
                         parts.append(_text_part("text", text))
                     return
             elif kind in _IMAGE_TYPES or kind in _FILE_TYPES:
-                media = _media(block, kind in _IMAGE_TYPES)
-                key = f"media:{_digest(_media_key_payload(media, self._family))}"
+                media = media_info(block, kind in _IMAGE_TYPES)
+                key = f"media:{_digest(media_key_payload(media, self._family))}"
                 parts.append((key, media))
                 return
             elif kind in _TOOL_CALL_TYPES:
@@ -525,8 +507,8 @@ class TokenCounter:
         payload = part[1]
         if isinstance(payload, str):
             return self.count_text(payload)
-        if isinstance(payload, _Media):  # a NamedTuple: test it before plain tuples
-            return _media_tokens(payload, self.provider)
+        if isinstance(payload, MediaInfo):  # a NamedTuple: test it before plain tuples
+            return media_part_tokens(payload, self.provider)
         return self.count_text(_tool_call_text(*payload))
 
     # -- cache ------------------------------------------------------------------------------

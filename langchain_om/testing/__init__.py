@@ -29,7 +29,7 @@ Example:
 
 from __future__ import annotations
 
-from langchain_om._embeddings import HashEmbeddings
+from langchain_om.testing._embeddings import HashEmbeddings
 from langchain_om.testing._errors import (
     ScriptedProviderError,
     ScriptedRateLimitError,

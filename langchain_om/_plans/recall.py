@@ -4,18 +4,21 @@
 archived messages (``mode="messages"``: cursor lookup through the id index, page bounds,
 filtered scans), lists the resource's threads (``mode="threads"``) or searches the vector
 index (``mode="search"``), and fits the result into the token budget. Problems the model should
-see come back as ``{"error": ...}``. The plans only yield :class:`~langchain_om._effects.StoreBatch`
-effects, so :mod:`langchain_om.tools` drives the same code sync or async.
+see come back as ``{"error": ...}``. The plans only yield
+:class:`~langchain_om._plans.effects.StoreBatch` effects, so :mod:`langchain_om.tools` drives
+the same code sync or async.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Annotated, Any, Literal
 
 from langchain_core.messages import BaseMessage
+from langgraph.prebuilt import InjectedState
 from langgraph.store.base import GetOp, Item, SearchItem, SearchOp
+from pydantic import BaseModel, Field
 
 from langchain_om._core.recall import (
     Anchor,
@@ -36,8 +39,8 @@ from langchain_om._core.recall import (
     sort_threads,
     thread_in_window,
 )
-from langchain_om._effects import Plan, StoreBatch
-from langchain_om.storage import (
+from langchain_om._plans.effects import Plan, StoreBatch
+from langchain_om._plans.storage import (
     INDEX_MARKER,
     archive_ns,
     archived_message,
@@ -49,10 +52,7 @@ from langchain_om.storage import (
     unpack_state,
 )
 
-if TYPE_CHECKING:
-    from langchain_om.tools import RecallInput
-
-__all__ = ["recall_plan"]
+__all__ = ["Caller", "RecallInput", "RecallSettings", "nonempty_str", "recall_plan"]
 
 SCAN_CHUNK = 100
 """Messages fetched per batch when a filter makes paging scan."""
@@ -69,8 +69,55 @@ ENVELOPE_MARGIN = 32
 # --------------------------------------------------------------------------------------------
 
 
+class RecallInput(BaseModel):
+    """Arguments of the ``recall`` tool."""
+
+    mode: Literal["messages", "threads", "search"] = Field(
+        default="messages",
+        description="messages: a page of one thread; threads: list conversations; "
+        "search: find messages by meaning (needs semantic search).",
+    )
+    query: str | None = Field(default=None, description="What to search for (mode='search').")
+    cursor: str | None = Field(
+        default=None,
+        description="One message id to page from (e.g. the start or end of a `_range`).",
+    )
+    thread_id: str | None = Field(
+        default=None, description="Thread to read; 'current' or omitted = this conversation."
+    )
+    anchor: Literal["start", "end"] | None = Field(
+        default=None, description="Without a cursor: read from the start or the end of the thread."
+    )
+    page: int = Field(
+        default=1, description="Page from the cursor: 1, 2, … forward; -1, -2, … backward."
+    )
+    limit: int = Field(default=20, description="Messages (or threads, results) per page.")
+    detail: Literal["low", "high"] = Field(
+        default="low", description="low: short previews; high: full text of each part."
+    )
+    part_type: str | None = Field(
+        default=None,
+        description="Only parts of this type: text, reasoning, tool_call, tool_result, image, …",
+    )
+    tool_name: str | None = Field(
+        default=None, description="Only tool calls and results of this tool."
+    )
+    part_index: int | None = Field(
+        default=None, description="Only this part (0-based) of each message, in full."
+    )
+    before: str | None = Field(
+        default=None, description="Threads mode: threads active before this ISO date."
+    )
+    after: str | None = Field(
+        default=None, description="Threads mode: threads active after this ISO date."
+    )
+    state: Annotated[dict[str, Any] | None, InjectedState] = None
+
+
 @dataclass(frozen=True)
-class _Caller:
+class Caller:
+    """Who calls the recall tool: their thread and resource, and what the tool can see."""
+
     thread_id: str | None
     resource_id: str | None
     scope: Literal["thread", "resource"]
@@ -80,7 +127,9 @@ class _Caller:
 
 
 @dataclass(frozen=True)
-class _Settings:
+class RecallSettings:
+    """How a recall tool was built: search on or off, result budget, token counting."""
+
     vector: bool
     token_budget: int
     count: Count
@@ -103,7 +152,8 @@ class _RecallError(Exception):
     """A problem to report to the model as the tool result (never raised to the caller)."""
 
 
-def _str(value: Any) -> str | None:
+def nonempty_str(value: Any) -> str | None:
+    """``value`` as text, or ``None`` when it is missing or empty."""
     return str(value) if value is not None and value != "" else None
 
 
@@ -112,7 +162,9 @@ def _str(value: Any) -> str | None:
 # --------------------------------------------------------------------------------------------
 
 
-def recall_plan(settings: _Settings, caller: _Caller, args: RecallInput) -> Plan[dict[str, Any]]:
+def recall_plan(
+    settings: RecallSettings, caller: Caller, args: RecallInput
+) -> Plan[dict[str, Any]]:
     """The whole tool call as a plan of store batches; problems become ``{"error": ...}``."""
     try:
         caller = yield from _bind_resource(caller)
@@ -125,7 +177,7 @@ def recall_plan(settings: _Settings, caller: _Caller, args: RecallInput) -> Plan
         return {"error": str(exc), "mode": args.mode}
 
 
-def _bind_resource(caller: _Caller) -> Plan[_Caller]:
+def _bind_resource(caller: Caller) -> Plan[Caller]:
     """Without a resource id in the config, the current thread's own record names it."""
     if caller.resource_id is not None or caller.thread_id is None:
         return caller
@@ -133,24 +185,24 @@ def _bind_resource(caller: _Caller) -> Plan[_Caller]:
     if record is None:
         (item,) = yield StoreBatch([GetOp(state_ns(caller.thread_id), "current")])
         record, _ = unpack_state(item)
-    resource = _str(record.get("resource_id")) if record else None
+    resource = nonempty_str(record.get("resource_id")) if record else None
     if resource is None:
         return caller
-    return _Caller(caller.thread_id, resource, caller.scope, caller.window, caller.record)
+    return Caller(caller.thread_id, resource, caller.scope, caller.window, caller.record)
 
 
-def _effective_scope(caller: _Caller) -> Literal["thread", "resource"]:
+def _effective_scope(caller: Caller) -> Literal["thread", "resource"]:
     return "resource" if caller.scope == "resource" and caller.resource_id else "thread"
 
 
-def _owned(value: Mapping[str, Any], caller: _Caller, thread: _Thread) -> bool:
+def _owned(value: Mapping[str, Any], caller: Caller, thread: _Thread) -> bool:
     if value.get("thread_id") not in (None, thread.thread_id):
         return False
     owner = value.get("resource_id")
     return owner == caller.resource_id or (thread.current and owner is None)
 
 
-def _load_thread(caller: _Caller, requested: str | None) -> Plan[_Thread]:
+def _load_thread(caller: Caller, requested: str | None) -> Plan[_Thread]:
     """Resolve ``thread_id`` (``None``/``"current"`` = the caller's) and check it is theirs."""
     if requested in (None, "", "current") or requested == caller.thread_id:
         if caller.thread_id is None:
@@ -211,7 +263,7 @@ class _Located:
 
 
 def _find_in_thread(
-    caller: _Caller, thread: _Thread, message_id: str, *, scan: bool = True
+    caller: Caller, thread: _Thread, message_id: str, *, scan: bool = True
 ) -> Plan[int | None]:
     """Position of ``message_id`` in ``thread``: window, then the id index, then a search."""
     for offset, message in enumerate(thread.window):
@@ -234,7 +286,7 @@ def _find_in_thread(
     return None
 
 
-def _locate(caller: _Caller, thread: _Thread, cursor: str, explicit: bool) -> Plan[_Located | None]:
+def _locate(caller: Caller, thread: _Thread, cursor: str, explicit: bool) -> Plan[_Located | None]:
     """Find ``cursor`` in ``thread``, then (resource scope, no explicit thread) in the others."""
     seq = yield from _find_in_thread(caller, thread, cursor)
     if seq is not None:
@@ -262,12 +314,12 @@ def _locate(caller: _Caller, thread: _Thread, cursor: str, explicit: bool) -> Pl
     return None
 
 
-def _registry_threads(caller: _Caller) -> Plan[list[str]]:
+def _registry_threads(caller: Caller) -> Plan[list[str]]:
     values = yield from _registry_values(caller)
     return [str(v["thread_id"]) for v in values]
 
 
-def _registry_values(caller: _Caller) -> Plan[list[Mapping[str, Any]]]:
+def _registry_values(caller: Caller) -> Plan[list[Mapping[str, Any]]]:
     if caller.resource_id is None:
         return []
     (items,) = yield StoreBatch([SearchOp(threads_ns(caller.resource_id), limit=MAX_THREADS)])
@@ -281,7 +333,7 @@ def _registry_values(caller: _Caller) -> Plan[list[Mapping[str, Any]]]:
 
 
 def _fetch(
-    caller: _Caller, thread: _Thread, positions: Sequence[int]
+    caller: Caller, thread: _Thread, positions: Sequence[int]
 ) -> Plan[list[tuple[int, BaseMessage]]]:
     """Messages at ``positions`` (archive first, then the window), owned by the caller."""
     archived = [p for p in positions if 0 <= p < thread.archived]
@@ -316,7 +368,9 @@ def _parse_cursor(cursor: str | None) -> tuple[str | None, str | None, str | Non
     return start, end, hint
 
 
-def _messages_mode(settings: _Settings, caller: _Caller, args: RecallInput) -> Plan[dict[str, Any]]:
+def _messages_mode(
+    settings: RecallSettings, caller: Caller, args: RecallInput
+) -> Plan[dict[str, Any]]:
     thread = yield from _load_thread(caller, args.thread_id)
     cursor, _, hint = _parse_cursor(args.cursor)
     start: int | None = None
@@ -408,12 +462,12 @@ def _messages_mode(settings: _Settings, caller: _Caller, args: RecallInput) -> P
     return result
 
 
-def _room(settings: _Settings, envelope: dict[str, Any]) -> int:
+def _room(settings: RecallSettings, envelope: dict[str, Any]) -> int:
     return max(settings.token_budget - settings.count(json_text(envelope)) - ENVELOPE_MARGIN, 0)
 
 
 def _scan_page(
-    caller: _Caller,
+    caller: Caller,
     thread: _Thread,
     parts_filter: PartFilter,
     *,
@@ -462,7 +516,9 @@ def _scan_page(
 # -- threads mode ------------------------------------------------------------------------------
 
 
-def _threads_mode(settings: _Settings, caller: _Caller, args: RecallInput) -> Plan[dict[str, Any]]:
+def _threads_mode(
+    settings: RecallSettings, caller: Caller, args: RecallInput
+) -> Plan[dict[str, Any]]:
     try:
         before = parse_when(args.before) if args.before else None
         after = parse_when(args.after) if args.after else None
@@ -518,7 +574,9 @@ def _threads_mode(settings: _Settings, caller: _Caller, args: RecallInput) -> Pl
 # -- search mode -------------------------------------------------------------------------------
 
 
-def _search_mode(settings: _Settings, caller: _Caller, args: RecallInput) -> Plan[dict[str, Any]]:
+def _search_mode(
+    settings: RecallSettings, caller: Caller, args: RecallInput
+) -> Plan[dict[str, Any]]:
     if not settings.vector:
         raise _RecallError(
             "Search is off (retrieval vector=False). Use mode='messages' with a cursor from "
@@ -564,7 +622,7 @@ def _search_mode(settings: _Settings, caller: _Caller, args: RecallInput) -> Pla
     return result
 
 
-def _search_owned(hit: SearchItem, caller: _Caller, only: str | None) -> bool:
+def _search_owned(hit: SearchItem, caller: Caller, only: str | None) -> bool:
     value = hit.value
     if not isinstance(value, Mapping) or value.get("resource_id") != caller.resource_id:
         return False

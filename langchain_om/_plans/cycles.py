@@ -1,7 +1,9 @@
-"""Synchronous OM cycles as plans: observe a batch, reflect the log.
+"""OM cycles as plans: one cycle frame (events, hooks, failure) and the Observer/Reflector calls.
 
-The plans here are generators (see :mod:`langchain_om._effects`); the engine runs them with a
-sync or an async driver, so there is exactly one implementation of every cycle.
+:func:`run_cycle` wraps the work of every cycle, synchronous or background; :func:`observe_plan`
+and :func:`reflect_plan` are the synchronous cycles, :func:`call_observer` and
+:func:`call_reflector` the model calls the background plans of :mod:`~langchain_om._plans.buffer`
+share with them.
 """
 
 from __future__ import annotations
@@ -9,17 +11,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_om._core.dates import iso
 from langchain_om._core.observer import (
     ObserverOutput,
     build_observer_messages,
-    format_messages_for_observer,
     parse_observer_output,
 )
+from langchain_om._core.observer_input import format_messages_for_observer
 from langchain_om._core.record import (
     append_observations,
     log_text,
@@ -35,15 +37,19 @@ from langchain_om._core.reflector import (
     churn_guard_after,
     compression_start_level,
 )
-from langchain_om._core.tokens import TokenCounter
 from langchain_om._core.truncation import TruncatedObservations, truncate_observations
-from langchain_om._core.types import OM_META_KEY, ObservationGroup, OMRecord
-from langchain_om._effects import HookCall, ModelCall, Plan, StoreBatch
+from langchain_om._core.types import ObservationGroup, OMRecord
+from langchain_om._plans.effects import HookCall, ModelCall, Plan, StoreBatch
+from langchain_om._plans.storage import observed_ops, reflected_ops
+from langchain_om._plans.types import Trigger, TurnEnv, TurnInput, emit_event
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import CycleFailedError, ObserverOutputError
 from langchain_om.events import (
     BufferedObservationsStatus,
     BufferedReflectionStatus,
+    BufferingEndEvent,
+    BufferingFailedEvent,
+    BufferingStartEvent,
     ObservationEndEvent,
     ObservationFailedEvent,
     ObservationStartEvent,
@@ -52,123 +58,9 @@ from langchain_om.events import (
     ThreadUpdateEvent,
     WindowUsage,
 )
-from langchain_om.extractors import Extractor, persist, prior_values, run_extractors
-from langchain_om.storage import observed_ops, reflected_ops
+from langchain_om.extractors import persist, prior_values, run_extractors
 
-Trigger = Literal["manual", "turn-sync", "async-buffer"]
 BUFFERED_MARKER = "--- BUFFERED (pending activation) ---"
-
-
-@dataclass
-class TurnEnv:
-    """What a plan needs from the engine: options, counting, time, events and model ids."""
-
-    config: ObservationalMemoryConfig
-    counter: TokenCounter
-    now: Callable[[], datetime]
-    emit: Callable[[OMEvent], None]
-    model_id: Callable[[str, int], str | None]
-    """``(role, input_tokens) -> "provider/model"`` of the model a role would use."""
-    running: Callable[[str], bool] = lambda key: False
-    """Whether the background job ``key`` is in flight."""
-    vector: bool = False
-    """Write vector-search documents (``retrieval.vector``)."""
-    extractors: Sequence[Extractor] = ()
-    """``observation.extract``, validated."""
-    timezone: str = "UTC"
-
-
-@dataclass
-class TurnInput:
-    """The state a turn starts from."""
-
-    thread_id: str
-    resource_id: str | None
-    record: OMRecord | None
-    window: list[BaseMessage]
-    trigger: Trigger = "turn-sync"
-    force_observe: bool = False
-    force_reflect: bool = False
-    step_number: int = 0
-    emit: Callable[[OMEvent], None] | None = None
-    allow_observe: bool = True
-    allow_reflect: bool = True
-    actor_model: str | None = None
-    """``provider/model`` of the agent's model for this step, when the front door knows it."""
-    idle: bool = False
-    """The turn has ended (``buffer_on_idle``)."""
-    sync_cycles: bool = True
-    """Run synchronous Observer/Reflector calls (graph gates leave them to their nodes)."""
-    emit_status: bool = True
-    """Emit ``data-om-status`` (once per model call: the graph's cycle nodes do not)."""
-
-
-@dataclass
-class BackgroundJob:
-    """A plan to run in the background, at most one per ``key`` at a time."""
-
-    key: str
-    plan: Plan[None]
-
-
-@dataclass
-class TurnOutcome:
-    """The state a turn ends with."""
-
-    record: OMRecord
-    window: list[BaseMessage]
-    removed: list[BaseMessage] = field(default_factory=list)
-    stamped: list[BaseMessage] = field(default_factory=list)
-    observed: bool = False
-    reflected: bool = False
-    errors: list[BaseException] = field(default_factory=list)
-    status: StatusEvent | None = None
-    jobs: list[BackgroundJob] = field(default_factory=list)
-    """Background work to start once the step's state is saved."""
-    inserted: list[BaseMessage] = field(default_factory=list)
-    """Messages OM inserted into the window (time-gap reminders); the window is reordered."""
-
-    @property
-    def removed_ids(self) -> list[str]:
-        """Ids of the messages that left the window (they are in the archive)."""
-        return [m.id for m in self.removed if m.id]
-
-
-def iso(dt: datetime) -> str:
-    return dt.astimezone(UTC).isoformat()
-
-
-def stamp_messages(
-    messages: Sequence[BaseMessage], now: datetime, *, earlier: str | None = None
-) -> list[BaseMessage]:
-    """Give every message without an OM timestamp a time; return those stamped.
-
-    New messages get ``now``, except replies that came in before the first new user message
-    (the previous turn's last answer, seen only now): they get ``earlier``, the time of the
-    previous step, when known.
-    """
-    stamped: list[BaseMessage] = []
-    seen_human = False
-    for message in messages:
-        meta = message.response_metadata.get(OM_META_KEY)
-        if not isinstance(meta, dict):
-            meta = {}
-            message.response_metadata[OM_META_KEY] = meta
-        if "ts" in meta:
-            continue
-        seen_human = seen_human or message.type == "human"
-        meta["ts"] = earlier if (earlier and not seen_human) else iso(now)
-        stamped.append(message)
-    return stamped
-
-
-def message_threshold(config: ObservationalMemoryConfig, record: OMRecord) -> int:
-    """Unobserved-message tokens that trigger observation (``share_token_budget`` moves it)."""
-    base = config.observation.message_tokens
-    if config.share_token_budget:
-        total = base + config.reflection.observation_tokens
-        return max(total - record["observation_tokens"], base)
-    return base
 
 
 def status_event(
@@ -187,7 +79,7 @@ def status_event(
     obs_status = "running" if buffering else ("complete" if chunks else "idle")
     ref_status = "running" if reflecting else ("complete" if reflection else "idle")
     return StatusEvent(
-        messages=WindowUsage(tokens=window_tokens, threshold=message_threshold(env.config, record)),
+        messages=WindowUsage(tokens=window_tokens, threshold=env.message_threshold(record)),
         observations=WindowUsage(
             tokens=record["observation_tokens"],
             threshold=env.config.reflection.observation_tokens,
@@ -209,12 +101,6 @@ def status_event(
         step_number=step_number,
         generation_count=record["generation"],
     )
-
-
-def _emit(env: TurnEnv, inp: TurnInput, event: OMEvent) -> None:
-    env.emit(event)
-    if inp.emit is not None:
-        inp.emit(event)
 
 
 def _hook(env: TurnEnv, name: str, payload: dict[str, Any]) -> Plan[None]:
@@ -264,22 +150,27 @@ class Cycle:
     """Input tokens (messages to observe, or observations to reflect)."""
     trigger: Trigger
     cycle_id: str = field(default_factory=new_id)
+    announced: bool = False
+    """The start was already announced (by the step that scheduled this background job)."""
     started: float = field(default_factory=time.monotonic)
     usage: dict[str, Any] | None = None
     provider_metadata: dict[str, Any] | None = None
 
     @property
     def duration_ms(self) -> int:
+        """Milliseconds since the cycle started."""
         return int((time.monotonic() - self.started) * 1000)
 
     def emit(self, event: OMEvent) -> None:
-        _emit(self.env, self.inp, event)
+        """Send ``event`` to the engine's and the step's listeners."""
+        emit_event(self.env, self.inp, event)
 
     def note(self, result: Any) -> None:
         """Keep the usage and provider metadata of a model result."""
         self.usage, self.provider_metadata = _usage(result)
 
     def hook(self, when: Literal["start", "end"], **extra: Any) -> Plan[None]:
+        """Call the user's ``on_<operation>_<when>`` hook, if set."""
         name = f"on_{self.operation}_{when}"
         payload = _hook_payload(self.inp, self.trigger, cycle_id=self.cycle_id, **extra)
         if when == "end":
@@ -288,6 +179,7 @@ class Cycle:
         yield from _hook(self.env, name, payload)
 
     def failed(self, error: str, *, retrying: bool = False) -> ObservationFailedEvent:
+        """The ``data-om-observation-failed`` event of this cycle."""
         return ObservationFailedEvent(
             cycle_id=self.cycle_id,
             operation_type=self.operation,
@@ -303,67 +195,40 @@ class Cycle:
 
 
 CycleBody = Callable[[Cycle], Plan[tuple[OMRecord, dict[str, Any]]]]
-"""The work of a synchronous cycle: returns the new record and the end event's fields."""
+"""The work of a cycle: returns the new record (background work: the record unchanged) and the
+end event's fields."""
 
 
-def sync_cycle(
-    env: TurnEnv,
-    inp: TurnInput,
-    record: OMRecord,
-    *,
-    operation: Literal["observation", "reflection"],
-    tokens: int,
-    body: CycleBody,
-) -> Plan[OMRecord]:
+def run_cycle(cycle: Cycle, body: CycleBody) -> Plan[OMRecord]:
     """Run ``body`` with start/end/failed events and hooks around it.
 
+    A synchronous cycle reports ``data-om-observation-*`` events; a background one
+    (``trigger="async-buffer"``) reports ``data-om-buffering-*`` events and never raises: on
+    failure it returns the record unchanged and the synchronous path takes over later.
+
     Raises:
-        CycleFailedError: ``body`` failed; ``record`` is unchanged (nothing was written).
+        CycleFailedError: a synchronous ``body`` failed; the record is unchanged (nothing was
+            written).
     """
-    cycle = Cycle(env, inp, record, operation, tokens, inp.trigger)
-    cycle.emit(
-        ObservationStartEvent(
-            cycle_id=cycle.cycle_id,
-            operation_type=operation,
-            started_at=iso(env.now()),
-            tokens_to_observe=tokens,
-            record_id=record["record_id"],
-            thread_id=record["thread_id"],
-            trigger=inp.trigger,
-            config=_config_snapshot(env.config),
-        )
-    )
+    background = cycle.trigger == "async-buffer"
+    if not cycle.announced:
+        cycle.emit(buffering_start(cycle) if background else _start_event(cycle))
     yield from cycle.hook("start")
     try:
         new, done = yield from body(cycle)
     except Exception as exc:
-        cycle.emit(cycle.failed(f"{type(exc).__name__}: {exc}"))
+        error = f"{type(exc).__name__}: {exc}"
+        cycle.emit(_buffering_failed(cycle, error) if background else cycle.failed(error))
         yield from cycle.hook("end", error=exc)
-        if operation == "observation":
-            message = (
-                f"Observation failed for thread {record['thread_id']!r}: {exc}. Nothing was "
-                "removed from context. Set observation.failure_policy='continue' to go on "
-                "without observing."
-            )
-        else:
-            message = (
-                f"Reflection failed for thread {record['thread_id']!r}: {exc}. The observation "
-                "log is unchanged."
-            )
-        raise CycleFailedError(message, operation=operation, thread_id=record["thread_id"]) from exc
-    cycle.emit(
-        ObservationEndEvent(
-            cycle_id=cycle.cycle_id,
-            operation_type=operation,
-            completed_at=iso(env.now()),
-            duration_ms=cycle.duration_ms,
-            tokens_observed=tokens,
-            record_id=record["record_id"],
-            thread_id=record["thread_id"],
-            trigger=inp.trigger,
-            **done,
-        )
-    )
+        if background:
+            return cycle.record
+        raise _cycle_error(cycle, exc) from exc
+    if background:
+        cycle.emit(_buffering_end(cycle, done))
+        yield from cycle.hook("end", error=None, observations=done["observations"])
+        return new
+    cycle.emit(_end_event(cycle, done))
+    record = cycle.record
     if new.get("title") and new.get("title") != record.get("title"):
         cycle.emit(
             ThreadUpdateEvent(
@@ -371,13 +236,93 @@ def sync_cycle(
                 thread_id=record["thread_id"],
                 old_title=record.get("title"),
                 new_title=str(new["title"]),
-                timestamp=iso(env.now()),
+                timestamp=iso(cycle.env.now()),
             )
         )
     yield from cycle.hook(
         "end", error=None, observations=done["observations"], generation=new["generation"]
     )
     return new
+
+
+def _cycle_error(cycle: Cycle, exc: Exception) -> CycleFailedError:
+    thread_id = cycle.record["thread_id"]
+    if cycle.operation == "observation":
+        message = (
+            f"Observation failed for thread {thread_id!r}: {exc}. Nothing was "
+            "removed from context. Set observation.failure_policy='continue' to go on "
+            "without observing."
+        )
+    else:
+        message = (
+            f"Reflection failed for thread {thread_id!r}: {exc}. The observation log is unchanged."
+        )
+    return CycleFailedError(message, operation=cycle.operation, thread_id=thread_id)
+
+
+def _start_event(cycle: Cycle) -> ObservationStartEvent:
+    return ObservationStartEvent(
+        cycle_id=cycle.cycle_id,
+        operation_type=cycle.operation,
+        started_at=iso(cycle.env.now()),
+        tokens_to_observe=cycle.tokens,
+        record_id=cycle.record["record_id"],
+        thread_id=cycle.record["thread_id"],
+        trigger=cycle.trigger,
+        config=_config_snapshot(cycle.env.config),
+    )
+
+
+def _end_event(cycle: Cycle, done: dict[str, Any]) -> ObservationEndEvent:
+    return ObservationEndEvent(
+        cycle_id=cycle.cycle_id,
+        operation_type=cycle.operation,
+        completed_at=iso(cycle.env.now()),
+        duration_ms=cycle.duration_ms,
+        tokens_observed=cycle.tokens,
+        record_id=cycle.record["record_id"],
+        thread_id=cycle.record["thread_id"],
+        trigger=cycle.trigger,
+        **done,
+    )
+
+
+def buffering_start(cycle: Cycle) -> BufferingStartEvent:
+    """The ``data-om-buffering-start`` event of a background cycle."""
+    return BufferingStartEvent(
+        cycle_id=cycle.cycle_id,
+        operation_type=cycle.operation,
+        started_at=iso(cycle.env.now()),
+        tokens_to_buffer=cycle.tokens,
+        record_id=cycle.record["record_id"],
+        thread_id=cycle.record["thread_id"],
+    )
+
+
+def _buffering_failed(cycle: Cycle, error: str) -> BufferingFailedEvent:
+    return BufferingFailedEvent(
+        cycle_id=cycle.cycle_id,
+        operation_type=cycle.operation,
+        failed_at=iso(cycle.env.now()),
+        duration_ms=cycle.duration_ms,
+        tokens_attempted=cycle.tokens,
+        error=error,
+        record_id=cycle.record["record_id"],
+        thread_id=cycle.record["thread_id"],
+    )
+
+
+def _buffering_end(cycle: Cycle, done: dict[str, Any]) -> BufferingEndEvent:
+    return BufferingEndEvent(
+        cycle_id=cycle.cycle_id,
+        operation_type=cycle.operation,
+        completed_at=iso(cycle.env.now()),
+        duration_ms=cycle.duration_ms,
+        tokens_buffered=cycle.tokens,
+        record_id=cycle.record["record_id"],
+        thread_id=cycle.record["thread_id"],
+        **done,
+    )
 
 
 def previous_view(
@@ -536,10 +481,8 @@ def observe_plan(
             "extraction_failures": found.failures,
         }
 
-    tokens = env.counter.count_messages(batch)
-    return (
-        yield from sync_cycle(env, inp, record, operation="observation", tokens=tokens, body=body)
-    )
+    cycle = Cycle(env, inp, record, "observation", env.counter.count_messages(batch), inp.trigger)
+    return (yield from run_cycle(cycle, body))
 
 
 def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecord]:
@@ -577,10 +520,8 @@ def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecor
             "suggested_response": best.output.suggested_response,
         }
 
-    tokens = record["observation_tokens"]
-    return (
-        yield from sync_cycle(env, inp, record, operation="reflection", tokens=tokens, body=body)
-    )
+    cycle = Cycle(env, inp, record, "reflection", record["observation_tokens"], inp.trigger)
+    return (yield from run_cycle(cycle, body))
 
 
 def _config_snapshot(cfg: ObservationalMemoryConfig) -> dict[str, Any]:

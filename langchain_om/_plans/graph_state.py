@@ -13,7 +13,7 @@ from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from langchain_om._core.types import OM_META_KEY
-from langchain_om._cycles import TurnOutcome
+from langchain_om._plans.types import TurnOutcome
 
 OM_STATE_KEY = "om_record"
 """Graph-state key holding the JSON-native OM record."""
@@ -58,27 +58,42 @@ def split_messages(messages: Sequence[BaseMessage]) -> WindowSplit:
 
 
 def state_update(
-    outcome: TurnOutcome, present_ids: set[str], head: Sequence[BaseMessage] = ()
+    outcome: TurnOutcome,
+    messages: Sequence[BaseMessage],
+    *,
+    memory: BaseMessage | None = None,
+    current_memory: BaseMessage | None = None,
 ) -> dict[str, Any]:
-    """The state update for a turn: removals, restamped messages and the record.
+    """The state update for a turn: removals, restamped messages, the memory message, the record.
 
-    Only ids still present are removed (the reducer raises on unknown ids), and a removed
-    message is never also re-added. When OM inserted messages (a time-gap reminder), the
-    window is rewritten in order after ``head`` (the leading system messages).
+    Only ids still present in ``messages`` are removed (the reducer raises on unknown ids), and
+    a removed message is never also re-added. ``memory`` is the memory system message to keep
+    in state (the graph nodes keep one; ``current_memory`` is the one there now); it is added
+    or replaced when its content changed. When OM inserted messages (a time-gap reminder) or
+    the first memory message arrives, ``messages`` is rewritten in order: the leading system
+    messages, the memory message, the window.
     """
-    if outcome.inserted:
-        return {
-            OM_STATE_KEY: dict(outcome.record),
-            "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *head, *outcome.window],
-        }
-    removed = [mid for mid in outcome.removed_ids if mid in present_ids]
-    gone = set(removed)
-    restamped = [m for m in outcome.stamped if m.id and m.id not in gone and m.id in present_ids]
-    messages: list[BaseMessage] = [RemoveMessage(id=mid) for mid in removed]
-    messages.extend(restamped)
     update: dict[str, Any] = {OM_STATE_KEY: dict(outcome.record)}
-    if messages:
-        update["messages"] = messages
+    if outcome.inserted or (memory is not None and current_memory is None):
+        split = split_messages(messages)
+        keep = [memory] if memory is not None else [m for m in (split.memory,) if m is not None]
+        update["messages"] = [
+            RemoveMessage(id=REMOVE_ALL_MESSAGES),
+            *split.head,
+            *keep,
+            *outcome.window,
+        ]
+        return update
+    present = {m.id for m in messages if m.id}
+    removed = [mid for mid in outcome.removed_ids if mid in present]
+    gone = set(removed)
+    restamped = [m for m in outcome.stamped if m.id and m.id not in gone and m.id in present]
+    changes: list[BaseMessage] = [RemoveMessage(id=mid) for mid in removed]
+    changes.extend(restamped)
+    if memory is not None and (current_memory is None or current_memory.content != memory.content):
+        changes.append(memory)
+    if changes:
+        update["messages"] = changes
     return update
 
 

@@ -16,13 +16,14 @@ Namespaces (all under ``"langchain_om"``):
 * ``("langchain_om", "search", <resource_id or "_">)`` — documents for the store's vector index
   (archived messages and observation groups), written when ``retrieval.vector`` is on.
 
-Functions here build ``GetOp``/``PutOp`` lists; the engine's sync and async drivers execute them
-with ``store.batch`` / ``store.abatch``.
+Every namespace is built here, and so is every op on the buffer and reflection namespaces; the
+plans yield these ops in ``StoreBatch`` effects and the drivers run them with ``store.batch`` /
+``store.abatch``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from langchain_core.messages import (
@@ -32,9 +33,18 @@ from langchain_core.messages import (
     message_to_dict,
     messages_from_dict,
 )
-from langgraph.store.base import GetOp, Item, PutOp, SearchOp
+from langgraph.store.base import (
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    SearchOp,
+)
 
 from langchain_om._core.types import OM_META_KEY, ObservationGroup, OMRecord
+from langchain_om._plans.effects import Plan, StoreBatch
 
 ROOT = "langchain_om"
 NO_RESOURCE = "_"
@@ -68,6 +78,42 @@ def buffer_ns(thread_id: str) -> tuple[str, ...]:
 def reflection_ns(thread_id: str) -> tuple[str, ...]:
     """Namespace of a thread's buffered reflection (key ``"current"``)."""
     return (ROOT, "reflection", thread_id)
+
+
+MAX_CHUNKS = 10_000
+"""Most buffered chunks read for a thread."""
+
+
+def buffered_read_ops(thread_id: str) -> list[Op]:
+    """Ops reading a thread's buffered chunks and its buffered reflection, in that order."""
+    return [
+        SearchOp(buffer_ns(thread_id), limit=MAX_CHUNKS),
+        GetOp(reflection_ns(thread_id), "current"),
+    ]
+
+
+def chunk_put_op(thread_id: str, chunk: dict[str, Any]) -> PutOp:
+    """Put op storing a buffered observation chunk (keyed by its first message id)."""
+    return PutOp(buffer_ns(thread_id), str(chunk["message_ids"][0]), chunk, index=False)
+
+
+def chunk_delete_ops(thread_id: str, chunks: Sequence[Mapping[str, Any]]) -> list[PutOp]:
+    """Delete ops for buffered chunks (those without message ids were never stored)."""
+    return [
+        PutOp(buffer_ns(thread_id), str(c["message_ids"][0]), None)
+        for c in chunks
+        if c.get("message_ids")
+    ]
+
+
+def reflection_put_op(thread_id: str, value: dict[str, Any]) -> PutOp:
+    """Put op storing a thread's buffered reflection."""
+    return PutOp(reflection_ns(thread_id), "current", value, index=False)
+
+
+def reflection_delete_op(thread_id: str) -> PutOp:
+    """Delete op for a thread's buffered reflection."""
+    return PutOp(reflection_ns(thread_id), "current", None)
 
 
 def seq_key(seq: int) -> str:
@@ -213,7 +259,7 @@ def search_ns(resource_id: str | None) -> tuple[str, ...]:
 def index_ops(messages: Sequence[BaseMessage], thread_id: str, first_seq: int) -> list[PutOp]:
     """Put ops that let recall find an archived message by id in one lookup.
 
-    Write them in the same batch as :func:`langchain_om.storage.archive_ops` with the same
+    Write them in the same batch as :func:`langchain_om._plans.storage.archive_ops` with the same
     ``thread_id`` and ``first_seq``. Messages without an id are skipped. A thread indexed from
     its first archived message gets a marker, so an unknown id is answered without a scan.
 
@@ -308,11 +354,6 @@ def _message_ts(message: BaseMessage) -> str | None:
     return str(ts) if ts else None
 
 
-# --------------------------------------------------------------------------------------------
-# Tool input
-# --------------------------------------------------------------------------------------------
-
-
 def observed_ops(
     batch: Sequence[BaseMessage],
     *,
@@ -358,13 +399,11 @@ def reflected_ops(before: OMRecord, after: OMRecord, *, vector: bool) -> list[Pu
 FORGET_PAGE = 500
 
 
-def forget_plan(thread_id: str, resource_id: str | None) -> Any:
+def forget_plan(thread_id: str, resource_id: str | None) -> Plan[None]:
     """A plan deleting everything stored for a thread (archive, indexes, buffers, state).
 
-    Yields ``StoreBatch`` effects (see :mod:`langchain_om._effects`).
+    Yields ``StoreBatch`` effects.
     """
-    from langchain_om._effects import StoreBatch
-
     for ns in (
         archive_ns(thread_id),
         msgindex_ns(thread_id),
@@ -385,3 +424,34 @@ def forget_plan(thread_id: str, resource_id: str | None) -> Any:
             break
         yield StoreBatch([PutOp(search, item.key, None) for item in items])
     yield StoreBatch([state_delete_op(thread_id), PutOp(threads_ns(resource_id), thread_id, None)])
+
+
+READ_PAGE = 1000
+"""Items read per batch when a read pages through a namespace."""
+
+
+def archived_messages_plan(thread_id: str) -> Plan[list[BaseMessage]]:
+    """A plan reading every archived message of a thread, oldest first."""
+    items: list[Item] = []
+    while True:
+        (page,) = yield StoreBatch(
+            [SearchOp(archive_ns(thread_id), limit=READ_PAGE, offset=len(items))]
+        )
+        items.extend(page)
+        if len(page) < READ_PAGE:
+            break
+    return [archived_message(item) for item in sorted(items, key=lambda i: i.key)]
+
+
+def thread_ids_plan() -> Plan[list[str]]:
+    """A plan listing the threads that have standalone state, sorted."""
+    prefix = MatchCondition(match_type="prefix", path=(ROOT, "state"))
+    found: list[tuple[str, ...]] = []
+    while True:
+        (page,) = yield StoreBatch(
+            [ListNamespacesOp(match_conditions=(prefix,), limit=READ_PAGE, offset=len(found))]
+        )
+        found.extend(page)
+        if len(page) < READ_PAGE:
+            break
+    return sorted(ns[2] for ns in found if len(ns) > 2)

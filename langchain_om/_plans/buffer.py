@@ -1,7 +1,7 @@
-"""Background buffering and activation plans (SPEC §7, steps 2–4).
+"""Background buffering and activation plans: work done ahead of the threshold, used later.
 
 * :func:`buffer_plan` — a background Observer call over messages not yet covered by a chunk;
-  the chunk is stored (``storage.buffer_ns``) before ``data-om-buffering-end`` announces it.
+  the chunk is stored before ``data-om-buffering-end`` announces it.
 * :func:`activation_plan` — moves a prefix of stored chunks into the log, with no model call:
   their messages are archived, then leave the window.
 * :func:`reflection_buffer_plan` — a background Reflector call over the oldest groups.
@@ -13,107 +13,64 @@ synchronous path takes over at the threshold.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
-from langgraph.store.base import PutOp
 
+from langchain_om._core.dates import iso
 from langchain_om._core.record import append_observations, make_group, new_id, stable_id
 from langchain_om._core.reflector import apply_reflection, buffered_reflection_target
 from langchain_om._core.types import OMRecord
-from langchain_om._cycles import (
+from langchain_om._plans.cycles import (
     Cycle,
-    TurnEnv,
-    TurnInput,
-    _emit,
+    buffering_start,
     call_observer,
     call_reflector,
-    iso,
+    run_cycle,
 )
-from langchain_om._effects import Plan, StoreBatch
-from langchain_om.events import (
-    ActivationEvent,
-    BufferingEndEvent,
-    BufferingFailedEvent,
-    BufferingStartEvent,
+from langchain_om._plans.effects import Plan, StoreBatch
+from langchain_om._plans.storage import (
+    chunk_delete_ops,
+    chunk_put_op,
+    observed_ops,
+    reflected_ops,
+    reflection_delete_op,
+    reflection_put_op,
 )
+from langchain_om._plans.types import ActivationTrigger, TurnEnv, TurnInput, emit_event
+from langchain_om.events import ActivationEvent
 from langchain_om.extractors import persist, run_extractors
-from langchain_om.storage import buffer_ns, observed_ops, reflected_ops, reflection_ns
-
-BackgroundBody = Callable[[Cycle], Plan[dict[str, Any]]]
-"""The work of a background cycle: returns the end event's fields."""
 
 
-def background_cycle(
+def announce_buffering(
     env: TurnEnv,
     inp: TurnInput,
     record: OMRecord,
-    *,
     operation: Literal["observation", "reflection"],
     tokens: int,
-    body: BackgroundBody,
-    cycle_id: str | None = None,
-) -> Plan[None]:
-    """Run ``body`` with buffering start/end/failed events and hooks. Never raises.
+) -> str:
+    """Emit ``data-om-buffering-start`` for a job about to be scheduled; return its cycle id.
 
-    With ``cycle_id``, the step that scheduled the job has already announced its start (so
-    ``data-om-buffering-start`` reaches the turn's stream); otherwise it is announced here.
+    The step that schedules a job announces it, so the event reaches the turn's stream.
     """
     cycle = Cycle(env, inp, record, operation, tokens, "async-buffer")
-    if cycle_id is not None:
-        cycle.cycle_id = cycle_id
-    else:
-        cycle.emit(buffering_start(env, record, operation, tokens, cycle.cycle_id))
-    yield from cycle.hook("start")
-    try:
-        done = yield from body(cycle)
-    except Exception as exc:
-        cycle.emit(
-            BufferingFailedEvent(
-                cycle_id=cycle.cycle_id,
-                operation_type=operation,
-                failed_at=iso(env.now()),
-                duration_ms=cycle.duration_ms,
-                tokens_attempted=tokens,
-                error=f"{type(exc).__name__}: {exc}",
-                record_id=record["record_id"],
-                thread_id=record["thread_id"],
-            )
-        )
-        yield from cycle.hook("end", error=exc)
-        return
-    cycle.emit(
-        BufferingEndEvent(
-            cycle_id=cycle.cycle_id,
-            operation_type=operation,
-            completed_at=iso(env.now()),
-            duration_ms=cycle.duration_ms,
-            tokens_buffered=tokens,
-            record_id=record["record_id"],
-            thread_id=record["thread_id"],
-            **done,
-        )
-    )
-    yield from cycle.hook("end", error=None, observations=done["observations"])
+    cycle.emit(buffering_start(cycle))
+    return cycle.cycle_id
 
 
-def buffering_start(
+def _background_cycle(
     env: TurnEnv,
+    inp: TurnInput,
     record: OMRecord,
     operation: Literal["observation", "reflection"],
     tokens: int,
-    cycle_id: str,
-) -> BufferingStartEvent:
-    """The ``data-om-buffering-start`` event of a background cycle."""
-    return BufferingStartEvent(
-        cycle_id=cycle_id,
-        operation_type=operation,
-        started_at=iso(env.now()),
-        tokens_to_buffer=tokens,
-        record_id=record["record_id"],
-        thread_id=record["thread_id"],
-    )
+    cycle_id: str | None,
+) -> Cycle:
+    cycle = Cycle(env, inp, record, operation, tokens, "async-buffer")
+    if cycle_id is not None:
+        cycle.cycle_id, cycle.announced = cycle_id, True
+    return cycle
 
 
 def buffer_plan(
@@ -129,7 +86,7 @@ def buffer_plan(
     thread_id = record["thread_id"]
     tokens_in = env.counter.count_messages(messages)
 
-    def body(cycle: Cycle) -> Plan[dict[str, Any]]:
+    def body(cycle: Cycle) -> Plan[tuple[OMRecord, dict[str, Any]]]:
         parsed = yield from call_observer(cycle, messages, pending_texts=pending_texts)
         found = run_extractors(
             env.extractors, parsed.extracted, record["extracted"], thread_id=thread_id
@@ -152,17 +109,16 @@ def buffer_plan(
             "extracted": found.values,
         }
         # Persisted before announced.
-        yield StoreBatch([PutOp(buffer_ns(thread_id), ids[0], chunk, index=False)])
-        return {
+        yield StoreBatch([chunk_put_op(thread_id, chunk)])
+        return record, {
             "buffered_tokens": chunk["tokens"],
             "observations": text,
             "extracted_values": found.values,
             "extraction_failures": found.failures,
         }
 
-    yield from background_cycle(
-        env, inp, record, operation="observation", tokens=tokens_in, body=body, cycle_id=cycle_id
-    )
+    cycle = _background_cycle(env, inp, record, "observation", tokens_in, cycle_id)
+    yield from run_cycle(cycle, body)
 
 
 def activation_plan(
@@ -172,7 +128,7 @@ def activation_plan(
     window: list[BaseMessage],
     chunks: Sequence[Mapping[str, Any]],
     *,
-    triggered_by: Literal["threshold", "ttl", "provider_change"],
+    triggered_by: ActivationTrigger,
 ) -> Plan[tuple[OMRecord, list[BaseMessage], list[BaseMessage]]]:
     """Move ``chunks`` (a valid prefix chain) into the log: archive, then leave the window."""
     count = sum(len(c["message_ids"]) for c in chunks)
@@ -203,11 +159,9 @@ def activation_plan(
         new["extracted"] = persist(env.extractors, new["extracted"], chunk.get("extracted") or {})
         cursor += size
     ops: list[Any] = observed_ops(batch, before=record, after=new, vector=env.vector)
-    ops.extend(
-        PutOp(buffer_ns(record["thread_id"]), str(c["message_ids"][0]), None) for c in chunks
-    )
+    ops.extend(chunk_delete_ops(record["thread_id"], chunks))
     yield StoreBatch(ops)
-    _emit(
+    emit_event(
         env,
         inp,
         ActivationEvent(
@@ -243,7 +197,7 @@ def reflection_buffer_plan(
     groups = [g for g in record["groups"] if g["id"] in wanted]
     slice_tokens = sum(g["tokens"] for g in groups)
 
-    def body(cycle: Cycle) -> Plan[dict[str, Any]]:
+    def body(cycle: Cycle) -> Plan[tuple[OMRecord, dict[str, Any]]]:
         target = buffered_reflection_target(slice_tokens)
         best = yield from call_reflector(cycle, groups, target=target, skip_continuation_hints=True)
         value = {
@@ -254,12 +208,11 @@ def reflection_buffer_plan(
             "group_ids": list(group_ids),
             "created_at": iso(env.now()),
         }
-        yield StoreBatch([PutOp(reflection_ns(record["thread_id"]), "current", value, index=False)])
-        return {"buffered_tokens": best.tokens, "observations": best.text}
+        yield StoreBatch([reflection_put_op(record["thread_id"], value)])
+        return record, {"buffered_tokens": best.tokens, "observations": best.text}
 
-    yield from background_cycle(
-        env, inp, record, operation="reflection", tokens=slice_tokens, body=body, cycle_id=cycle_id
-    )
+    cycle = _background_cycle(env, inp, record, "reflection", slice_tokens, cycle_id)
+    yield from run_cycle(cycle, body)
 
 
 def reflection_is_valid(record: OMRecord, buffered: Mapping[str, Any] | None) -> bool:
@@ -277,7 +230,7 @@ def activate_reflection(
     record: OMRecord,
     buffered: Mapping[str, Any],
     *,
-    triggered_by: Literal["threshold", "ttl", "provider_change"],
+    triggered_by: ActivationTrigger,
 ) -> Plan[OMRecord]:
     """Swap a stored reflection in for the groups it covers (no model call)."""
     ids = [str(i) for i in buffered["group_ids"]]
@@ -293,11 +246,11 @@ def activate_reflection(
     new["reflection_suppressed_at_tokens"] = None
     yield StoreBatch(
         [
-            PutOp(reflection_ns(record["thread_id"]), "current", None),
+            reflection_delete_op(record["thread_id"]),
             *reflected_ops(record, new, vector=env.vector),
         ]
     )
-    _emit(
+    emit_event(
         env,
         inp,
         ActivationEvent(

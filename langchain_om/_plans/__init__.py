@@ -1,0 +1,20 @@
+"""The plan layer of langchain-om: each operation as a generator that yields effects.
+
+A plan never does I/O itself: it yields an effect (call a model, run store ops, call a hook,
+wait for a background job) and receives the result. One pair of drivers runs every plan, sync
+or async, so there is exactly one implementation of each operation. Plans use the pure
+``langchain_om._core`` and never import the front doors (engine, middleware, graph, history,
+tools, cli).
+
+Modules:
+    effects: the effect types and the one pair of drivers (``run_sync``/``run_async``).
+    background: the background job runner (worker threads or tasks, or manual for tests).
+    types: what a turn works with: ``TurnEnv``, ``TurnInput``, ``TurnOutcome``, jobs.
+    cycles: the cycle frame (events, hooks, failure) and the Observer/Reflector calls.
+    buffer: background buffering and reflection, and activation of buffered work.
+    turn: one step before a model call, in six stages.
+    standalone: a thread's record and window kept in the store (no graph).
+    recall: the recall tool's modes (messages, threads, search) and its input model.
+    storage: the store layout: every namespace and the ops on it.
+    graph_state: how OM lives in graph state (record key, window split, state update).
+"""

@@ -1,0 +1,202 @@
+"""Effects: the I/O requests a plan yields, and the one pair of drivers that carries them out.
+
+A plan is a generator that yields effects (call a model, run store ops, call a hook, wait for
+a background job, sleep) and receives their results, or has their exception thrown into it.
+:func:`run_sync` and :func:`run_async` are the only places where sync and async differ: they
+hand each effect to a handler's ``execute`` or ``aexecute``. :class:`Executor` handles the
+effects of memory's plans; the retry loop of :mod:`langchain_om.retry` brings its own handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeVar
+
+from langchain_core.messages import BaseMessage
+from langgraph.store.base import BaseStore, Op
+
+logger = logging.getLogger("langchain_om")
+
+T = TypeVar("T")
+E_contra = TypeVar("E_contra", contravariant=True)
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """Call the Observer or Reflector model with ``messages``."""
+
+    role: Literal["observer", "reflector"]
+    messages: Sequence[BaseMessage]
+    input_tokens: int
+    thread_id: str
+    resource_id: str | None
+
+
+@dataclass(frozen=True)
+class StoreBatch:
+    """Run ``ops`` on the store; the result is the list of op results."""
+
+    ops: Sequence[Op]
+
+
+@dataclass(frozen=True)
+class HookCall:
+    """Call a user hook; failures are logged and ignored."""
+
+    name: str
+    hook: Callable[[dict[str, Any]], Any]
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AwaitBackground:
+    """Wait (at most ``timeout`` seconds) for the background job ``key`` to finish."""
+
+    key: str
+    timeout: float
+
+
+Effect = ModelCall | StoreBatch | HookCall | AwaitBackground
+Plan = Generator[Effect, Any, T]
+
+
+class Handler(Protocol[E_contra]):
+    """Carries out the effects of one kind of plan, blocking or async."""
+
+    def execute(self, effect: E_contra) -> Any:
+        """Carry out ``effect`` and return its result (or raise its error)."""
+        ...
+
+    def aexecute(self, effect: E_contra) -> Awaitable[Any]:
+        """Async twin of :meth:`execute`."""
+        ...
+
+
+class Waiter(Protocol):
+    """Waits for background jobs (see :class:`~langchain_om._plans.background.Background`)."""
+
+    def wait(self, key: str, timeout: float | None) -> None:
+        """Block until the job ``key`` finishes (or ``timeout``)."""
+        ...
+
+    def await_key(self, key: str, timeout: float | None) -> Awaitable[None]:
+        """Async twin of :meth:`wait`."""
+        ...
+
+
+class Executor:
+    """Carries out memory's effects: the engine provides model calls; the store is injected."""
+
+    def __init__(
+        self,
+        *,
+        store: BaseStore,
+        call_model: Callable[[ModelCall], Any],
+        acall_model: Callable[[ModelCall], Awaitable[Any]],
+        background: Waiter | None = None,
+    ) -> None:
+        self.store = store
+        self._call_model = call_model
+        self._acall_model = acall_model
+        self.background = background
+
+    def _waiter(self, effect: AwaitBackground) -> Waiter:
+        if self.background is None:
+            raise RuntimeError(f"no background runner to wait for job {effect.key!r}")
+        return self.background
+
+    def execute(self, effect: Effect) -> Any:
+        """Carry out ``effect`` with blocking I/O."""
+        if isinstance(effect, ModelCall):
+            return self._call_model(effect)
+        if isinstance(effect, StoreBatch):
+            return self.store.batch(list(effect.ops)) if effect.ops else []
+        if isinstance(effect, AwaitBackground):
+            return self._waiter(effect).wait(effect.key, effect.timeout)
+        return _call_hook_sync(effect)
+
+    async def aexecute(self, effect: Effect) -> Any:
+        """Carry out ``effect`` with async I/O."""
+        if isinstance(effect, ModelCall):
+            return await self._acall_model(effect)
+        if isinstance(effect, StoreBatch):
+            return await self.store.abatch(list(effect.ops)) if effect.ops else []
+        if isinstance(effect, AwaitBackground):
+            return await self._waiter(effect).await_key(effect.key, effect.timeout)
+        return await _call_hook_async(effect)
+
+
+def run_sync(plan: Generator[E_contra, Any, T], handler: Handler[E_contra]) -> T:
+    """Drive ``plan`` to completion with blocking I/O."""
+    send: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                effect = plan.throw(error) if error is not None else plan.send(send)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            send, error = None, None
+            try:
+                send = handler.execute(effect)
+            except Exception as exc:
+                error = exc
+    finally:
+        plan.close()
+
+
+async def run_async(plan: Generator[E_contra, Any, T], handler: Handler[E_contra]) -> T:
+    """Drive ``plan`` to completion with async I/O."""
+    send: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                effect = plan.throw(error) if error is not None else plan.send(send)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            send, error = None, None
+            try:
+                send = await handler.aexecute(effect)
+            except Exception as exc:
+                error = exc
+    finally:
+        plan.close()
+
+
+def _call_hook_sync(effect: HookCall) -> None:
+    try:
+        result = effect.hook(effect.payload)
+        if inspect.isawaitable(result):
+            _run_coroutine_blocking(result)
+    except Exception:
+        logger.exception("langchain-om hook %s raised; ignored", effect.name)
+
+
+async def _call_hook_async(effect: HookCall) -> None:
+    try:
+        result = effect.hook(effect.payload)
+        if inspect.isawaitable(result):
+            await result
+    except Exception:
+        logger.exception("langchain-om hook %s raised; ignored", effect.name)
+
+
+def _run_coroutine_blocking(awaitable: Awaitable[Any]) -> None:
+    """Run an async hook from the sync path (in a fresh loop, on a worker thread if needed)."""
+
+    async def wrap() -> None:
+        await awaitable
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(wrap())
+        return
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, wrap()).result()

@@ -1,0 +1,104 @@
+"""The standalone plans: a thread's record and window kept in the store, with no graph.
+
+The engine's ``add_messages``, ``observe``, ``reflect`` and ``status`` (and their async twins)
+run these: :func:`load_plan` reads a thread's state (adding new messages), :func:`step_plan`
+runs a turn on it and saves the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from langchain_core.messages import BaseMessage
+
+from langchain_om._core.dates import iso
+from langchain_om._core.record import coerce_record, new_record
+from langchain_om._core.types import OMRecord
+from langchain_om._plans.effects import Plan, StoreBatch
+from langchain_om._plans.storage import state_get_op, state_put_op, unpack_state
+from langchain_om._plans.turn import idle_plan, turn_plan
+from langchain_om._plans.types import (
+    BackgroundJob,
+    Trigger,
+    TurnEnv,
+    TurnInput,
+    require_thread_id,
+)
+from langchain_om.events import StatusEvent
+
+
+@dataclass(frozen=True)
+class StandaloneRequest:
+    """One standalone call: which thread, what to add, what to force."""
+
+    thread_id: str
+    resource_id: str | None
+    messages: Sequence[BaseMessage] | None = None
+    force_observe: bool = False
+    force_reflect: bool = False
+    trigger: Trigger = "manual"
+
+
+@dataclass
+class ThreadState:
+    """A thread's stored state after a standalone call, and the jobs it asks for."""
+
+    record: OMRecord
+    window: list[BaseMessage]
+    status: StatusEvent | None = None
+    jobs: list[BackgroundJob] = field(default_factory=list)
+
+
+def load_plan(
+    env: TurnEnv,
+    thread_id: str,
+    resource_id: str | None = None,
+    messages: Sequence[BaseMessage] | None = None,
+) -> Plan[ThreadState]:
+    """Read a thread's record and window, add ``messages`` (not saved), default the record."""
+    (item,) = yield StoreBatch([state_get_op(thread_id)])
+    record_data, window = unpack_state(item)
+    record = coerce_record(record_data)
+    if messages:
+        known = {m.id for m in window if m.id}
+        window.extend(m for m in messages if not m.id or m.id not in known)
+    if record is None:
+        record = new_record(
+            thread_id=thread_id,
+            resource_id=resource_id,
+            scope=env.config.scope,
+            timezone=env.timezone,
+            now=iso(env.now()),
+        )
+    return ThreadState(record, window)
+
+
+def step_plan(env: TurnEnv, req: StandaloneRequest) -> Plan[ThreadState]:
+    """Run a turn on the stored thread and save it (with ``buffer_on_idle``, buffer the rest).
+
+    When the turn fails, the messages the caller added are saved before the error propagates.
+    """
+    state = yield from load_plan(env, req.thread_id, req.resource_id, req.messages)
+    inp = TurnInput(
+        thread_id=require_thread_id(req.thread_id),
+        resource_id=req.resource_id or state.record["resource_id"],
+        record=state.record,
+        window=list(state.window),
+        force_observe=req.force_observe,
+        force_reflect=req.force_reflect,
+        trigger=req.trigger,
+    )
+    try:
+        outcome = yield from turn_plan(env, inp)
+    except Exception:
+        if req.messages:  # keep what the caller gave us, then report the failure
+            yield StoreBatch([state_put_op(req.thread_id, state.record, state.window)])
+        raise
+    done = ThreadState(outcome.record, outcome.window, outcome.status, outcome.jobs)
+    if env.config.observation.buffer_on_idle and req.trigger == "turn-sync":
+        idle = yield from idle_plan(env, replace(inp, record=done.record, window=done.window))
+        started = {j.key for j in done.jobs}
+        done.jobs = done.jobs + [j for j in idle.jobs if j.key not in started]
+    yield StoreBatch([state_put_op(req.thread_id, done.record, done.window)])
+    return done

@@ -1,0 +1,527 @@
+"""One OM step as a plan: activate, observe, reflect, start background work.
+
+Per step, before the agent's model call:
+
+1. stored chunks that no longer fit the window are dropped; the rest form a chain;
+2. **activate** a prefix of the chain when the window reaches the threshold (or the idle TTL
+   expired, or the actor's provider changed) — no model call;
+3. beyond ``block_after`` with a buffer in flight, wait for it (bounded) and activate it;
+4. **observe synchronously** when still over the threshold and no buffer is coming (or beyond
+   ``block_after``, or with buffering off);
+5. **reflect**: swap in a buffered reflection, reflect synchronously beyond
+   ``reflection.block_after`` (or with buffering off), or start a background reflection;
+6. start a **background buffer** when an interval of uncovered tokens has built up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from langchain_om._core.dates import iso, message_time, stamp_messages
+from langchain_om._core.record import new_record
+from langchain_om._core.reflector import select_reflection_slice, should_reflect
+from langchain_om._core.temporal import gap_reminder
+from langchain_om._core.thresholds import (
+    auto_ttl_ms,
+    choose_activation,
+    chunk_chain,
+    should_buffer,
+)
+from langchain_om._core.types import OM_META_KEY, OMRecord
+from langchain_om._core.window import observation_cut, safe_cut_points
+from langchain_om._plans.buffer import (
+    activate_reflection,
+    activation_plan,
+    announce_buffering,
+    buffer_plan,
+    reflection_buffer_plan,
+    reflection_is_valid,
+)
+from langchain_om._plans.cycles import observe_plan, reflect_plan, status_event
+from langchain_om._plans.effects import AwaitBackground, Plan, StoreBatch
+from langchain_om._plans.storage import (
+    buffered_read_ops,
+    chunk_delete_ops,
+    reflection_delete_op,
+)
+from langchain_om._plans.types import (
+    ActivationTrigger,
+    BackgroundJob,
+    TurnEnv,
+    TurnInput,
+    TurnOutcome,
+    emit_event,
+)
+from langchain_om.errors import CycleFailedError
+from langchain_om.events import TemporalGapEvent
+
+BLOCK_WAIT_SECONDS = 60.0
+"""How long a step beyond ``block_after`` waits for an in-flight buffer."""
+
+
+def obs_key(thread_id: str) -> str:
+    """Background-job key of a thread's observation buffer."""
+    return f"obs:{thread_id}"
+
+
+def ref_key(thread_id: str) -> str:
+    """Background-job key of a thread's background reflection."""
+    return f"ref:{thread_id}"
+
+
+def _load_buffered(
+    record: OMRecord, window: Sequence[BaseMessage]
+) -> Plan[tuple[list[Mapping[str, Any]], Mapping[str, Any] | None]]:
+    """Read stored chunks and reflection; drop the ones that no longer apply."""
+    thread_id = record["thread_id"]
+    items, ref_item = yield StoreBatch(buffered_read_ops(thread_id))
+    chain, stale = chunk_chain([m.id for m in window], [i.value for i in items])
+    ops: list[Any] = chunk_delete_ops(thread_id, stale)
+    reflection = ref_item.value if ref_item is not None else None
+    if reflection is not None and not reflection_is_valid(record, reflection):
+        ops.append(reflection_delete_op(thread_id))
+        reflection = None
+    if ops:
+        yield StoreBatch(ops)
+    return chain, reflection
+
+
+def _idle_ms(record: OMRecord, now: datetime) -> int | None:
+    last = record.get("last_activity_at")
+    if not last:
+        return None
+    try:
+        return int((now - datetime.fromisoformat(str(last))).total_seconds() * 1000)
+    except ValueError:
+        return None
+
+
+def _ttl(setting: int | str | None, model: str | None) -> int | None:
+    if setting is None:
+        return None
+    return auto_ttl_ms(model) if setting == "auto" else int(setting)
+
+
+def _early_trigger(
+    env: TurnEnv, inp: TurnInput, record: OMRecord, now: datetime, *, reflection: bool
+) -> ActivationTrigger | None:
+    """``"ttl"`` or ``"provider_change"`` when early activation applies, else ``None``."""
+    cfg = env.config
+    setting = (
+        cfg.reflection_activate_after_idle_ms
+        if reflection
+        else cfg.observation_activate_after_idle_ms
+    )
+    model = inp.actor_model or record.get("last_actor_model")
+    ttl = _ttl(setting, model)
+    idle = _idle_ms(record, now)
+    if ttl is not None and idle is not None and idle >= ttl:
+        return "ttl"
+    on_change = (
+        cfg.reflection_activate_on_provider_change
+        if reflection
+        else cfg.observation_activate_on_provider_change
+    )
+    last = record.get("last_actor_model")
+    if on_change and inp.actor_model and last and inp.actor_model != last:
+        return "provider_change"
+    return None
+
+
+def _insert_gap_reminder(env: TurnEnv, inp: TurnInput, out: TurnOutcome, now: datetime) -> None:
+    """Before a new user message that follows a long pause, insert a time-gap reminder."""
+    new_ids = {id(m) for m in out.stamped}
+    index = next(
+        (
+            i
+            for i in range(len(out.window) - 1, -1, -1)
+            if id(out.window[i]) in new_ids and isinstance(out.window[i], HumanMessage)
+        ),
+        None,
+    )
+    if index is None:
+        return
+    message = out.window[index]
+    if index > 0 and out.window[index - 1].id == f"__temporal_gap_{message.id}":
+        return
+    previous = message_time(out.window[index - 1]) if index > 0 else None
+    if previous is None and out.record.get("last_activity_at"):
+        previous = datetime.fromisoformat(str(out.record["last_activity_at"]))
+    if previous is None or previous >= now:
+        return
+    reminder = gap_reminder(previous, now, timezone=out.record["timezone"], precedes=message.id)
+    if reminder is None:
+        return
+    out.window.insert(index, reminder)
+    out.inserted.append(reminder)
+    meta = reminder.response_metadata[OM_META_KEY]
+    emit_event(
+        env,
+        inp,
+        TemporalGapEvent(
+            message=reminder.text,
+            gap_text=meta["gap_text"],
+            gap_ms=meta["gap_ms"],
+            timestamp=meta["ts"],
+            precedes_message_id=message.id,
+            thread_id=inp.thread_id,
+        ),
+    )
+
+
+def buffer_candidates(messages: Sequence[BaseMessage], *, idle: bool) -> list[BaseMessage]:
+    """The longest prefix of ``messages`` a background buffer may take.
+
+    Never across a pending tool call; the current turn (from the last human message on) is
+    left alone until the turn ends (``idle``), so activation never takes the message the model
+    is answering.
+    """
+    end = len(messages)
+    if not idle:
+        humans = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage)]
+        if humans:
+            end = humans[-1]
+    points = [p for p in safe_cut_points(messages) if p <= end]
+    return list(messages[: points[-1]]) if points else []
+
+
+def sync_observation_due(env: TurnEnv, record: OMRecord, tokens: int, thread_id: str) -> bool:
+    """Whether a step would observe synchronously now (for the graph's routers)."""
+    cfg = env.config
+    threshold = env.message_threshold(record)
+    if cfg.buffering_enabled and env.running(obs_key(thread_id)):
+        return tokens >= cfg.observation.block_after_tokens
+    return tokens >= threshold
+
+
+def sync_reflection_due(env: TurnEnv, record: OMRecord) -> bool:
+    """Whether a step would reflect synchronously now (for the graph's routers)."""
+    cfg = env.config
+    tokens = record["observation_tokens"]
+    if not should_reflect(
+        tokens, cfg.reflection.observation_tokens, record["reflection_suppressed_at_tokens"]
+    ):
+        return False
+    return not cfg.buffering_enabled or tokens >= cfg.reflection.block_after_tokens
+
+
+@dataclass
+class _Step:
+    """A step in progress: its outcome so far and what the later stages need."""
+
+    env: TurnEnv
+    inp: TurnInput
+    out: TurnOutcome
+    now: datetime
+    threshold: int = 0
+    block_after: int = 0
+    tokens: int = 0
+    """Tokens of the current window."""
+    chain: list[Mapping[str, Any]] = field(default_factory=list)
+    """Stored chunks not activated yet (a valid prefix chain of the window)."""
+    reflection: Mapping[str, Any] | None = None
+    """The stored background reflection, if any."""
+
+    @property
+    def buffering(self) -> bool:
+        return self.env.config.buffering_enabled
+
+    @property
+    def obs_key(self) -> str:
+        return obs_key(self.inp.thread_id)
+
+    @property
+    def ref_key(self) -> str:
+        return ref_key(self.inp.thread_id)
+
+    def recount(self) -> None:
+        self.tokens = self.env.counter.count_messages(self.out.window)
+
+    def scheduled(self, key: str) -> bool:
+        """Whether the job ``key`` runs now or this step starts it."""
+        return self.env.running(key) or any(j.key == key for j in self.out.jobs)
+
+
+def _new_record(env: TurnEnv, inp: TurnInput, now: datetime) -> OMRecord:
+    return inp.record or new_record(
+        thread_id=inp.thread_id,
+        resource_id=inp.resource_id,
+        scope=env.config.scope,
+        timezone=env.timezone,
+        now=iso(now),
+    )
+
+
+def turn_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
+    """One step (see the module docstring)."""
+    now = env.now()
+    out = TurnOutcome(record=_new_record(env, inp, now), window=list(inp.window))
+    if not env.config.enabled:  # ObservationalMemory(False): every front door passes through
+        return out
+    step = yield from _prepare(_Step(env, inp, out, now))
+    if inp.allow_observe:
+        yield from _activate_due(step)
+        if step.buffering and inp.sync_cycles:
+            yield from _await_buffer(step)
+        if inp.sync_cycles:
+            yield from _observe(step)
+    if inp.allow_reflect:
+        yield from _reflection_step(step)
+    if step.buffering and inp.allow_observe and not env.running(step.obs_key):
+        _start_buffer(step)
+    _close(step)
+    return out
+
+
+def _prepare(step: _Step) -> Plan[_Step]:
+    """1. Stamp new messages, insert a time-gap reminder, load the stored chunks."""
+    env, out, cfg = step.env, step.out, step.env.config
+    earlier = out.record.get("last_activity_at")
+    out.stamped = stamp_messages(out.window, step.now, earlier=str(earlier) if earlier else None)
+    if cfg.temporal_markers:
+        _insert_gap_reminder(env, step.inp, out, step.now)
+    if step.buffering:
+        step.chain, step.reflection = yield from _load_buffered(out.record, out.window)
+    step.threshold = env.message_threshold(out.record)
+    step.block_after = cfg.observation.block_after_tokens if step.buffering else step.threshold
+    step.recount()
+    return step
+
+
+def _activate(
+    step: _Step, chunks: Sequence[Mapping[str, Any]], trigger: ActivationTrigger
+) -> Plan[None]:
+    if not chunks:
+        return
+    out = step.out
+    out.record, out.window, moved = yield from activation_plan(
+        step.env, step.inp, out.record, out.window, chunks, triggered_by=trigger
+    )
+    out.removed.extend(moved)
+    out.observed = True
+    step.recount()
+
+
+def _activate_due(step: _Step) -> Plan[None]:
+    """2. Activate a prefix of the chain at the threshold (or on idle TTL / provider change)."""
+    if not step.chain:
+        return
+    trigger = (
+        "threshold"
+        if step.tokens >= step.threshold
+        else _early_trigger(step.env, step.inp, step.out.record, step.now, reflection=False)
+    )
+    if trigger is None:
+        return
+    count = len(step.chain)
+    if trigger == "threshold" and step.tokens < step.block_after:
+        count = choose_activation(
+            [int(c["message_tokens"]) for c in step.chain],
+            pending=step.tokens,
+            floor=step.env.config.observation.retention_floor_tokens,
+        ).count
+    yield from _activate(step, step.chain[:count], trigger)
+    step.chain = step.chain[count:]
+
+
+def _await_buffer(step: _Step) -> Plan[None]:
+    """3. Beyond ``block_after`` with a buffer in flight: wait for it, then activate it."""
+    if step.tokens < step.block_after or not step.env.running(step.obs_key):
+        return
+    yield AwaitBackground(step.obs_key, BLOCK_WAIT_SECONDS)
+    step.chain, step.reflection = yield from _load_buffered(step.out.record, step.out.window)
+    yield from _activate(step, step.chain, "threshold")
+    step.chain = []
+
+
+def _observe(step: _Step) -> Plan[None]:
+    """4. Observe synchronously when over the threshold and no buffer is coming."""
+    env, inp, out = step.env, step.inp, step.out
+    sync_at = step.block_after if (step.buffering and env.running(step.obs_key)) else step.threshold
+    if not (inp.force_observe or step.tokens >= sync_at):
+        return
+    yield from _activate(step, step.chain, "threshold")
+    step.chain = []
+    cut = observation_cut(out.window, keep_current_turn=not inp.force_observe)
+    if cut <= 0:
+        return
+    batch = out.window[:cut]
+    try:
+        out.record = yield from observe_plan(env, inp, out.record, batch)
+    except CycleFailedError as exc:
+        if env.config.observation.failure_policy == "raise":
+            raise
+        out.errors.append(exc)
+        return
+    out.removed.extend(batch)
+    out.window = out.window[cut:]
+    out.observed = True
+    step.recount()
+
+
+def _buffer_job(
+    env: TurnEnv,
+    inp: TurnInput,
+    record: OMRecord,
+    chain: Sequence[Mapping[str, Any]],
+    candidates: Sequence[BaseMessage],
+    cycle_id: str | None = None,
+) -> BackgroundJob:
+    """The background job buffering ``candidates`` (after the chunks of ``chain``)."""
+    texts = [str(c["text"]) for c in chain]
+    background = replace(inp, emit=None)
+    plan = buffer_plan(
+        env,
+        background,
+        dict(record),  # type: ignore[arg-type]
+        candidates,
+        texts,
+        cycle_id=cycle_id,
+    )
+    return BackgroundJob(obs_key(inp.thread_id), plan)
+
+
+def _uncovered(
+    chain: Sequence[Mapping[str, Any]], window: Sequence[BaseMessage], *, idle: bool
+) -> list[BaseMessage]:
+    covered = sum(len(c["message_ids"]) for c in chain)
+    return buffer_candidates(window[covered:], idle=idle)
+
+
+def _start_buffer(step: _Step) -> None:
+    """6. Start a background buffer when an interval of uncovered tokens has built up."""
+    env, inp, out = step.env, step.inp, step.out
+    candidates = _uncovered(step.chain, out.window, idle=inp.idle)
+    unbuffered = env.counter.count_messages(candidates) if candidates else 0
+    interval = env.config.observation.buffer_interval_tokens or step.threshold
+    if should_buffer(
+        unbuffered=unbuffered,
+        pending=step.tokens,
+        threshold=step.threshold,
+        interval=interval,
+        idle=inp.idle,
+    ):
+        cycle_id = announce_buffering(env, inp, out.record, "observation", unbuffered)
+        out.jobs.append(_buffer_job(env, inp, out.record, step.chain, candidates, cycle_id))
+
+
+def _close(step: _Step) -> None:
+    """Note the activity on the record and report the step's status."""
+    env, inp, out = step.env, step.inp, step.out
+    record_out = dict(out.record)
+    record_out["last_activity_at"] = iso(step.now)
+    if inp.actor_model:
+        record_out["last_actor_model"] = inp.actor_model
+    out.record = record_out  # type: ignore[assignment]
+    projected = 0
+    if step.chain:
+        projected = choose_activation(
+            [int(c["message_tokens"]) for c in step.chain],
+            pending=max(step.tokens, step.threshold),
+            floor=env.config.observation.retention_floor_tokens,
+        ).removed_tokens
+    out.status = status_event(
+        env,
+        out.record,
+        step.tokens,
+        inp.step_number,
+        chunks=step.chain,
+        buffering=step.scheduled(step.obs_key),
+        projected_removal=projected,
+        reflection=step.reflection,
+        reflecting=step.scheduled(step.ref_key),
+    )
+    if inp.emit_status:
+        emit_event(env, inp, out.status)
+
+
+def _reflection_step(step: _Step) -> Plan[None]:
+    """5. Swap in a buffered reflection, reflect synchronously, or start a background one."""
+    env, inp, out = step.env, step.inp, step.out
+    cfg = env.config
+    record = out.record
+    tokens = record["observation_tokens"]
+    threshold = cfg.reflection.observation_tokens
+    stored = step.reflection
+    if not inp.force_reflect and step.buffering and stored is not None:
+        trigger = (
+            "threshold"
+            if tokens >= threshold
+            else _early_trigger(env, inp, record, step.now, reflection=True)
+        )
+        if trigger is not None:
+            out.record = yield from activate_reflection(
+                env, inp, record, stored, triggered_by=trigger
+            )
+            out.reflected = True
+            step.reflection = None
+            return
+    if inp.force_reflect or (
+        inp.sync_cycles
+        and should_reflect(tokens, threshold, record["reflection_suppressed_at_tokens"])
+        and (not step.buffering or tokens >= cfg.reflection.block_after_tokens)
+    ):
+        yield from _reflect_now(step)
+    elif step.buffering and stored is None:
+        _start_background_reflection(step)
+
+
+def _reflect_now(step: _Step) -> Plan[None]:
+    inp, out = step.inp, step.out
+    record = out.record
+    try:
+        out.record = yield from reflect_plan(step.env, inp, record)
+    except CycleFailedError as exc:
+        if inp.trigger == "manual":
+            raise
+        out.errors.append(exc)
+        suppressed = dict(out.record)
+        suppressed["reflection_suppressed_at_tokens"] = record["observation_tokens"]
+        out.record = suppressed  # type: ignore[assignment]
+        return
+    out.reflected = True
+    if step.reflection is not None:
+        yield StoreBatch([reflection_delete_op(inp.thread_id)])
+        step.reflection = None
+
+
+def _start_background_reflection(step: _Step) -> None:
+    env, inp, out = step.env, step.inp, step.out
+    record = out.record
+    start_at = env.config.reflection.buffer_start_tokens
+    if (
+        record["observation_tokens"] < start_at
+        or len(record["groups"]) <= 1
+        or env.running(step.ref_key)
+    ):
+        return
+    ids = select_reflection_slice(record["groups"], start_at)
+    if not ids:
+        return
+    slice_tokens = sum(g["tokens"] for g in record["groups"] if g["id"] in set(ids))
+    cycle_id = announce_buffering(env, inp, record, "reflection", slice_tokens)
+    plan = reflection_buffer_plan(
+        env,
+        replace(inp, emit=None),
+        dict(record),  # type: ignore[arg-type]
+        ids,
+        cycle_id=cycle_id,
+    )
+    out.jobs.append(BackgroundJob(step.ref_key, plan))
+
+
+def idle_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
+    """At turn end (``buffer_on_idle``): buffer whatever is not covered yet."""
+    out = TurnOutcome(record=_new_record(env, inp, env.now()), window=list(inp.window))
+    if not env.config.buffering_enabled or env.running(obs_key(inp.thread_id)):
+        return out
+    chain, _ = yield from _load_buffered(out.record, out.window)
+    candidates = _uncovered(chain, out.window, idle=True)
+    if candidates:
+        out.jobs.append(_buffer_job(env, inp, out.record, chain, candidates))
+    return out

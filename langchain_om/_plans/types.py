@@ -1,0 +1,126 @@
+"""What a turn works with: the engine's environment, a step's input, its outcome and jobs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from langchain_core.messages import BaseMessage
+
+from langchain_om._core.thresholds import message_threshold
+from langchain_om._core.tokens import TokenCounter
+from langchain_om._core.types import OMRecord
+from langchain_om._plans.effects import Plan
+from langchain_om.config import ObservationalMemoryConfig
+from langchain_om.errors import OMUsageError
+from langchain_om.events import OMEvent, StatusEvent
+from langchain_om.extractors import Extractor
+
+Trigger = Literal["manual", "turn-sync", "async-buffer"]
+"""What started a cycle."""
+ActivationTrigger = Literal["threshold", "ttl", "provider_change"]
+"""Why buffered work was activated."""
+
+
+@dataclass
+class TurnEnv:
+    """What a plan needs from the engine: options, counting, time, events and model ids."""
+
+    config: ObservationalMemoryConfig
+    counter: TokenCounter
+    now: Callable[[], datetime]
+    emit: Callable[[OMEvent], None]
+    model_id: Callable[[str, int], str | None]
+    """``(role, input_tokens) -> "provider/model"`` of the model a role would use."""
+    running: Callable[[str], bool] = lambda key: False
+    """Whether the background job ``key`` is in flight."""
+    vector: bool = False
+    """Write vector-search documents (``retrieval.vector``)."""
+    extractors: Sequence[Extractor] = ()
+    """``observation.extract``, validated."""
+    timezone: str = "UTC"
+
+    def message_threshold(self, record: OMRecord) -> int:
+        """Unobserved-message tokens that trigger observation of ``record``'s thread."""
+        cfg = self.config
+        return message_threshold(
+            cfg.observation.message_tokens,
+            observation_tokens=cfg.reflection.observation_tokens,
+            logged_tokens=record["observation_tokens"],
+            share_budget=cfg.share_token_budget,
+        )
+
+
+@dataclass
+class TurnInput:
+    """The state a turn starts from."""
+
+    thread_id: str
+    resource_id: str | None
+    record: OMRecord | None
+    window: list[BaseMessage]
+    trigger: Trigger = "turn-sync"
+    force_observe: bool = False
+    force_reflect: bool = False
+    step_number: int = 0
+    emit: Callable[[OMEvent], None] | None = None
+    allow_observe: bool = True
+    allow_reflect: bool = True
+    actor_model: str | None = None
+    """``provider/model`` of the agent's model for this step, when the front door knows it."""
+    idle: bool = False
+    """The turn has ended (``buffer_on_idle``)."""
+    sync_cycles: bool = True
+    """Run synchronous Observer/Reflector calls (graph gates leave them to their nodes)."""
+    emit_status: bool = True
+    """Emit ``data-om-status`` (once per model call: the graph's cycle nodes do not)."""
+
+
+def require_thread_id(thread_id: str | None) -> str:
+    """``thread_id``, or a clear error when a front door was given none."""
+    if not thread_id:
+        raise OMUsageError(
+            "Observational memory needs a thread id: pass thread_id=... or run the graph "
+            "with config={'configurable': {'thread_id': ...}}."
+        )
+    return thread_id
+
+
+def emit_event(env: TurnEnv, inp: TurnInput, event: OMEvent) -> None:
+    """Send ``event`` to the engine's listener and to the step's own, if any."""
+    env.emit(event)
+    if inp.emit is not None:
+        inp.emit(event)
+
+
+@dataclass
+class BackgroundJob:
+    """A plan to run in the background, at most one per ``key`` at a time."""
+
+    key: str
+    plan: Plan[None]
+
+
+@dataclass
+class TurnOutcome:
+    """The state a turn ends with."""
+
+    record: OMRecord
+    window: list[BaseMessage]
+    removed: list[BaseMessage] = field(default_factory=list)
+    stamped: list[BaseMessage] = field(default_factory=list)
+    observed: bool = False
+    reflected: bool = False
+    errors: list[BaseException] = field(default_factory=list)
+    status: StatusEvent | None = None
+    jobs: list[BackgroundJob] = field(default_factory=list)
+    """Background work to start once the step's state is saved."""
+    inserted: list[BaseMessage] = field(default_factory=list)
+    """Messages OM inserted into the window (time-gap reminders); the window is reordered."""
+
+    @property
+    def removed_ids(self) -> list[str]:
+        """Ids of the messages that left the window (they are in the archive)."""
+        return [m.id for m in self.removed if m.id]
