@@ -16,6 +16,8 @@ Public API:
     ModelByInputTokens, ModelWithRetries: model selectors.
     Extractor: a named value the Observer keeps up to date.
     TokenCounter: the offline token counter.
+    TurnOutcome, MemoryContext, OMRecord, OMEvent: what the engine's methods return and emit
+        (a step's outcome, the rendered memory context, the JSON-native record, events).
     langchain_om.testing: scripted chat models for offline tests.
 """
 
@@ -23,7 +25,10 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from langchain_om._core.render import MemoryContext
 from langchain_om._core.tokens import TokenCounter
+from langchain_om._core.types import OMRecord
+from langchain_om._plans.types import TurnOutcome
 from langchain_om.config import (
     Hooks,
     ModelSettings,
@@ -45,6 +50,7 @@ from langchain_om.errors import (
     ReflectorOutputError,
     StorageError,
 )
+from langchain_om.events import OMEvent
 from langchain_om.extractors import Extractor
 from langchain_om.graph import add_observational_memory
 from langchain_om.history import ObservationalChatMessageHistory
@@ -56,6 +62,7 @@ __all__ = [
     "CycleFailedError",
     "Extractor",
     "Hooks",
+    "MemoryContext",
     "MissingProviderError",
     "ModelByInputTokens",
     "ModelResolutionError",
@@ -63,6 +70,8 @@ __all__ = [
     "ModelTierExceededError",
     "ModelWithRetries",
     "OMConfigError",
+    "OMEvent",
+    "OMRecord",
     "OMUsageError",
     "ObservationConfig",
     "ObservationalChatMessageHistory",
@@ -77,6 +86,7 @@ __all__ = [
     "StorageError",
     "ThreadSnapshot",
     "TokenCounter",
+    "TurnOutcome",
     "__version__",
     "add_observational_memory",
     "create_recall_tool",

@@ -20,7 +20,7 @@ from typing import Any
 
 from langchain_om.errors import OMConfigError
 
-__all__ = ["RESERVED_SLUGS", "ExtractionResult", "Extractor", "check_extractors", "run_extractors"]
+__all__ = ["ExtractionResult", "Extractor", "RESERVED_SLUGS", "check_extractors", "run_extractors"]
 
 RESERVED_SLUGS = frozenset(
     {"current-task", "suggested-response", "thread-title", "observations", "thread"}

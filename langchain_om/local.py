@@ -29,8 +29,8 @@ from langchain_om.errors import MissingProviderError
 
 __all__ = [
     "INSTALL_HINT",
-    "MODEL_FILE",
     "LocalServer",
+    "MODEL_FILE",
     "find_local_model",
     "local_model_available",
     "start_local_server",

@@ -59,8 +59,8 @@ __all__ = [
     "ScriptedServerError",
     "ScriptedTimeoutError",
     "StructuredOutputSpec",
+    "memory_model",
     "rate_limit_error",
     "server_error",
-    "memory_model",
     "timeout_error",
 ]

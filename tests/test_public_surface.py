@@ -1,0 +1,275 @@
+"""Every public module's ``__all__`` is pinned: adding or removing a name is a deliberate change.
+
+Public modules are the ones whose dotted path has no part starting with an underscore. Their
+public methods return types that are exported too, so a user can name what they get back.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import langchain_om
+
+PACKAGE = Path(langchain_om.__file__).parent
+
+PINNED: dict[str, list[str]] = {
+    "langchain_om": [
+        "CycleFailedError",
+        "Extractor",
+        "Hooks",
+        "MemoryContext",
+        "MissingProviderError",
+        "ModelByInputTokens",
+        "ModelResolutionError",
+        "ModelSettings",
+        "ModelTierExceededError",
+        "ModelWithRetries",
+        "OMConfigError",
+        "OMEvent",
+        "OMRecord",
+        "OMUsageError",
+        "ObservationConfig",
+        "ObservationalChatMessageHistory",
+        "ObservationalMemory",
+        "ObservationalMemoryConfig",
+        "ObservationalMemoryError",
+        "ObservationalMemoryMiddleware",
+        "ObserverOutputError",
+        "ReflectionConfig",
+        "ReflectorOutputError",
+        "RetrievalConfig",
+        "StorageError",
+        "ThreadSnapshot",
+        "TokenCounter",
+        "TurnOutcome",
+        "__version__",
+        "add_observational_memory",
+        "create_recall_tool",
+    ],
+    "langchain_om.cli": [
+        "ReplayFormatError",
+        "load_conversation",
+        "main",
+    ],
+    "langchain_om.config": [
+        "DEFAULT_MODEL",
+        "Hooks",
+        "ModelSettings",
+        "ObservationConfig",
+        "ObservationalMemoryConfig",
+        "ReflectionConfig",
+        "RetrievalConfig",
+        "parse_duration",
+    ],
+    "langchain_om.display": [
+        "plot_windows",
+        "render_html",
+        "render_text",
+        "render_windows",
+        "token_bar",
+    ],
+    "langchain_om.engine": [
+        "ObservationalMemory",
+        "StepOptions",
+        "ThreadSnapshot",
+    ],
+    "langchain_om.errors": [
+        "CycleFailedError",
+        "MissingProviderError",
+        "ModelResolutionError",
+        "ModelTierExceededError",
+        "OMConfigError",
+        "OMUsageError",
+        "ObservationalMemoryError",
+        "ObserverOutputError",
+        "ReflectorOutputError",
+        "StorageError",
+    ],
+    "langchain_om.events": [
+        "ActivationEvent",
+        "BufferedObservationsStatus",
+        "BufferedReflectionStatus",
+        "BufferingEndEvent",
+        "BufferingFailedEvent",
+        "BufferingStartEvent",
+        "OMEvent",
+        "ObservationEndEvent",
+        "ObservationFailedEvent",
+        "ObservationStartEvent",
+        "StatusEvent",
+        "TemporalGapEvent",
+        "ThreadUpdateEvent",
+        "WindowUsage",
+    ],
+    "langchain_om.extractors": [
+        "ExtractionResult",
+        "Extractor",
+        "RESERVED_SLUGS",
+        "check_extractors",
+        "run_extractors",
+    ],
+    "langchain_om.graph": [
+        "ObservationalMemoryGraphState",
+        "add_observational_memory",
+    ],
+    "langchain_om.history": [
+        "ObservationalChatMessageHistory",
+    ],
+    "langchain_om.local": [
+        "INSTALL_HINT",
+        "LocalServer",
+        "MODEL_FILE",
+        "find_local_model",
+        "local_model_available",
+        "start_local_server",
+    ],
+    "langchain_om.middleware": [
+        "ObservationalMemoryMiddleware",
+        "ObservationalMemoryState",
+    ],
+    "langchain_om.models": [
+        "DEFAULT_MAX_OUTPUT_TOKENS",
+        "DEFAULT_MODEL",
+        "ModelByInputTokens",
+        "ModelSpec",
+        "ModelWithRetries",
+        "Role",
+        "RunContext",
+        "apply_settings",
+        "clear_model_cache",
+        "model_id",
+        "plan_attempts",
+        "resolve_model_string",
+    ],
+    "langchain_om.retry": [
+        "DEFAULT_MAX_RETRIES",
+        "DEFAULT_RETRY_POLICY",
+        "ModelAttempt",
+        "ModelCallResult",
+        "ModelUsage",
+        "RetryEvent",
+        "RetryPolicy",
+        "ainvoke_model",
+        "invoke_model",
+        "is_transient",
+    ],
+    "langchain_om.sqlite": [
+        "SqliteMemorySaver",
+        "SqliteMemoryStore",
+        "open_sqlite",
+    ],
+    "langchain_om.testing": [
+        "FunctionChatModel",
+        "HashEmbeddings",
+        "RecordedCall",
+        "Reply",
+        "ScriptExhaustedError",
+        "ScriptItem",
+        "ScriptedChatModel",
+        "ScriptedProviderError",
+        "ScriptedRateLimitError",
+        "ScriptedResponse",
+        "ScriptedServerError",
+        "ScriptedTimeoutError",
+        "StructuredOutputSpec",
+        "memory_model",
+        "rate_limit_error",
+        "server_error",
+        "timeout_error",
+    ],
+    "langchain_om.testing.pytest_plugin": [
+        "ALLOWED_MODULE_PREFIXES",
+        "is_allowed_fake",
+    ],
+    "langchain_om.tools": [
+        "create_recall_tool",
+    ],
+}
+
+
+def public_modules() -> list[str]:
+    names = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        parts = parts[:-1] if parts[-1] == "__init__" else parts
+        if not any(part.startswith("_") for part in parts):
+            names.append(".".join(parts))
+    return names
+
+
+def test_every_public_module_is_pinned() -> None:
+    assert sorted(PINNED) == public_modules()
+
+
+@pytest.mark.parametrize("module", sorted(PINNED))
+def test_all_is_pinned_sorted_and_resolves(module: str) -> None:
+    mod = importlib.import_module(module)
+    assert mod.__all__ == PINNED[module]
+    assert sorted(mod.__all__) == mod.__all__
+    for name in mod.__all__:
+        assert hasattr(mod, name), f"{module}.{name} is in __all__ but not defined"
+
+
+def exported() -> set[Any]:
+    """Every object a public module exports."""
+    found: set[Any] = set()
+    for module, names in PINNED.items():
+        mod = importlib.import_module(module)
+        found.update(id(getattr(mod, name)) for name in names)
+    return found
+
+
+def package_classes(annotation: Any) -> list[type]:
+    """Classes of this package named anywhere in a type annotation."""
+    found: list[type] = []
+    if isinstance(annotation, type) and annotation.__module__.startswith("langchain_om"):
+        found.append(annotation)
+    elif typing.is_typeddict(annotation) and annotation.__module__.startswith("langchain_om"):
+        found.append(annotation)
+    for arg in typing.get_args(annotation):
+        found.extend(package_classes(arg))
+    origin = typing.get_origin(annotation)
+    if origin is not None and origin is not types.UnionType:
+        found.extend(package_classes(origin))
+    return found
+
+
+FRONT_DOOR_CLASSES = [
+    "langchain_om.engine.ObservationalMemory",
+    "langchain_om.engine.ThreadSnapshot",
+    "langchain_om.history.ObservationalChatMessageHistory",
+    "langchain_om.middleware.ObservationalMemoryMiddleware",
+]
+
+
+@pytest.mark.parametrize("path", FRONT_DOOR_CLASSES)
+def test_public_methods_return_exported_types(path: str) -> None:
+    module, _, name = path.rpartition(".")
+    cls = getattr(importlib.import_module(module), name)
+    ids = exported()
+    unexported: dict[str, list[str]] = {}
+    for attr, member in inspect.getmembers(cls):
+        if attr.startswith("_"):
+            continue
+        function = member.fget if isinstance(member, property) else member
+        if not callable(function) or getattr(function, "__module__", "") != module:
+            continue
+        hints = typing.get_type_hints(function)
+        missing = [c.__qualname__ for c in package_classes(hints.get("return")) if id(c) not in ids]
+        if missing:
+            unexported[attr] = missing
+    assert unexported == {}
+
+
+def test_the_return_type_check_sees_package_classes() -> None:
+    from langchain_om._plans.types import TurnOutcome
+
+    assert package_classes(list[TurnOutcome] | None) == [TurnOutcome]
+    assert package_classes(int) == []
