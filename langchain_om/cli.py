@@ -37,21 +37,11 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from langchain_om import local
+from langchain_om import events, local
 from langchain_om.display import render_text, render_windows
 from langchain_om.engine import ObservationalMemory, ThreadSnapshot
 from langchain_om.errors import MissingProviderError, ObservationalMemoryError
-from langchain_om.events import (
-    ActivationEvent,
-    BufferingEndEvent,
-    BufferingFailedEvent,
-    BufferingStartEvent,
-    ObservationEndEvent,
-    ObservationFailedEvent,
-    ObservationStartEvent,
-    OMEvent,
-    ThreadUpdateEvent,
-)
+from langchain_om.events import OMEvent
 from langchain_om.models import resolve_model_string
 from langchain_om.testing import FunctionChatModel, memory_model
 
@@ -252,18 +242,18 @@ class Console:
         """Print a short line for each observation, buffering, activation and reflection."""
         op = getattr(event, "operation_type", "")
         what = "reflection" if op == "reflection" else "observation"
-        if isinstance(event, ObservationStartEvent):
+        if isinstance(event, events.ObservationStartEvent):
             unit = "log" if op == "reflection" else "message"
             self.say(f"  · {what} started: {event.tokens_to_observe:,} {unit} tokens")
-        elif isinstance(event, ObservationEndEvent):
+        elif isinstance(event, events.ObservationEndEvent):
             took = event.duration_ms / 1000
             self.say(f"  · {what} done in {took:.1f}s: log is {event.observation_tokens:,} tokens")
-        elif isinstance(event, BufferingStartEvent) and self.verbose:
+        elif isinstance(event, events.BufferingStartEvent) and self.verbose:
             self.say(f"  · background {what} started: {event.tokens_to_buffer:,} tokens")
-        elif isinstance(event, BufferingEndEvent) and self.verbose:
+        elif isinstance(event, events.BufferingEndEvent) and self.verbose:
             took = event.duration_ms / 1000
             self.say(f"  · background {what} ready in {took:.1f}s (waits for activation)")
-        elif isinstance(event, ActivationEvent):
+        elif isinstance(event, events.ActivationEvent):
             if op == "reflection":
                 self.say(f"  · reflection activated: log is {event.observation_tokens:,} tokens")
             else:
@@ -271,10 +261,10 @@ class Console:
                     f"  · observations activated: {event.messages_activated} messages left the "
                     f"window, log is {event.observation_tokens:,} tokens"
                 )
-        elif isinstance(event, ObservationFailedEvent | BufferingFailedEvent):
+        elif isinstance(event, events.ObservationFailedEvent | events.BufferingFailedEvent):
             again = " (retrying)" if getattr(event, "retrying", False) else ""
             self.say(f"  ! {what} failed{again}: {_clip(event.error, 160)}")
-        elif isinstance(event, ThreadUpdateEvent):
+        elif isinstance(event, events.ThreadUpdateEvent):
             self.say(f"  · thread title: {event.new_title}")
 
 

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, TypedDict, TypeVar, Unpack
+from typing import Any, Literal, NotRequired, Required, TypedDict, TypeVar, Unpack
 
 from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool
@@ -65,7 +65,7 @@ logger = logging.getLogger("langchain_om")
 
 _WithJobs = TypeVar("_WithJobs", TurnOutcome, ThreadState)
 
-__all__ = ["ObservationalMemory", "StepOptions", "ThreadSnapshot"]
+__all__ = ["EndTurnOptions", "ObservationalMemory", "StepOptions", "ThreadSnapshot"]
 
 
 class StepOptions(TypedDict, total=False):
@@ -88,6 +88,18 @@ class StepOptions(TypedDict, total=False):
     """Allow synchronous Observer/Reflector calls (the graph gate leaves them to nodes)."""
     emit_status: bool
     """Emit ``data-om-status`` (default ``True``)."""
+
+
+class EndTurnOptions(TypedDict):
+    """Arguments of :meth:`ObservationalMemory.end_turn`."""
+
+    thread_id: Required[str | None]
+    """The conversation."""
+    window: Required[Sequence[BaseMessage]]
+    """Its unobserved messages, oldest first."""
+    record: NotRequired[OMRecord | dict[str, Any] | None]
+    """The thread's OM record (``None`` starts a new one)."""
+    resource_id: NotRequired[str | None]
 
 
 @dataclass(frozen=True)
@@ -364,43 +376,25 @@ class ObservationalMemory:
         inp = self._step_input(thread_id, window, options)
         return self._start_tasks(await run_async(turn_plan(self._env, inp), self._executor))
 
-    def _idle_input(
-        self,
-        thread_id: str | None,
-        window: Sequence[BaseMessage],
-        record: OMRecord | dict[str, Any] | None,
-        resource_id: str | None,
-    ) -> TurnInput | None:
+    def _idle_input(self, turn: EndTurnOptions) -> TurnInput | None:
         if not self.config.observation.buffer_on_idle:
             return None
         return self._turn_input(
-            thread_id=thread_id, resource_id=resource_id, record=record, window=window, idle=True
+            thread_id=turn["thread_id"],
+            resource_id=turn.get("resource_id"),
+            record=turn.get("record"),
+            window=turn["window"],
+            idle=True,
         )
 
-    def end_turn(
-        self,
-        *,
-        thread_id: str | None,
-        window: Sequence[BaseMessage],
-        record: OMRecord | dict[str, Any] | None = None,
-        resource_id: str | None = None,
-    ) -> None:
+    def end_turn(self, **turn: Unpack[EndTurnOptions]) -> None:
         """The agent's turn ended: with ``observation.buffer_on_idle``, buffer the rest now."""
-        inp = self._idle_input(thread_id, window, record, resource_id)
-        if inp is not None:
+        if (inp := self._idle_input(turn)) is not None:
             self._start_threads(run_sync(idle_plan(self._env, inp), self._executor))
 
-    async def aend_turn(
-        self,
-        *,
-        thread_id: str | None,
-        window: Sequence[BaseMessage],
-        record: OMRecord | dict[str, Any] | None = None,
-        resource_id: str | None = None,
-    ) -> None:
+    async def aend_turn(self, **turn: Unpack[EndTurnOptions]) -> None:
         """Async twin of :meth:`end_turn`."""
-        inp = self._idle_input(thread_id, window, record, resource_id)
-        if inp is not None:
+        if (inp := self._idle_input(turn)) is not None:
             self._start_tasks(await run_async(idle_plan(self._env, inp), self._executor))
 
     # -- background work ------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Typed OM events (SPEC §8).
+"""Typed OM events: what memory reports while it works, as LangGraph custom-stream parts.
 
 Every event is a frozen pydantic model with a ``type`` literal. Front doors stream them through
 LangGraph's custom stream (``stream_mode="custom"``) as ``event.to_part()`` — a JSON-native
@@ -50,6 +50,15 @@ class _Event(BaseModel):
         return {"type": self.type, "data": data}
 
 
+class _CycleEvent(_Event):
+    """An event of one observation or reflection cycle."""
+
+    cycle_id: str
+    operation_type: OperationType
+    record_id: str
+    thread_id: str
+
+
 class WindowUsage(BaseModel):
     """Tokens in a window and the threshold that acts on it."""
 
@@ -97,110 +106,86 @@ class StatusEvent(_Event):
     generation_count: int
 
 
-class ObservationStartEvent(_Event):
+class _CycleStartEvent(_CycleEvent):
+    """The start of a cycle."""
+
+    started_at: str
+    thread_ids: list[str] = Field(default_factory=list)
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class _CycleEndEvent(_CycleEvent):
+    """The end of a cycle that succeeded."""
+
+    completed_at: str
+    duration_ms: int
+    observations: str
+    extracted_values: dict[str, Any] = Field(default_factory=dict)
+    extraction_failures: list[dict[str, str]] = Field(default_factory=list)
+
+
+class _CycleFailedEvent(_CycleEvent):
+    """The end of a cycle that failed."""
+
+    failed_at: str
+    duration_ms: int
+    tokens_attempted: int
+    error: str
+    observations: str = ""
+
+
+class ObservationStartEvent(_CycleStartEvent):
     """``data-om-observation-start``: a synchronous observation or reflection began."""
 
     type: Literal["data-om-observation-start"] = "data-om-observation-start"
-    cycle_id: str
-    operation_type: OperationType
-    started_at: str
     tokens_to_observe: int
-    record_id: str
-    thread_id: str
-    thread_ids: list[str] = Field(default_factory=list)
     trigger: str = "turn-sync"
-    config: dict[str, Any] = Field(default_factory=dict)
 
 
-class ObservationEndEvent(_Event):
+class ObservationEndEvent(_CycleEndEvent):
     """``data-om-observation-end``: a synchronous observation or reflection succeeded."""
 
     type: Literal["data-om-observation-end"] = "data-om-observation-end"
-    cycle_id: str
-    operation_type: OperationType
-    completed_at: str
-    duration_ms: int
     tokens_observed: int
     observation_tokens: int
-    observations: str
     current_task: str | None = None
     suggested_response: str | None = None
-    extracted_values: dict[str, Any] = Field(default_factory=dict)
-    extraction_failures: list[dict[str, str]] = Field(default_factory=list)
-    record_id: str
-    thread_id: str
     trigger: str = "turn-sync"
 
 
-class ObservationFailedEvent(_Event):
+class ObservationFailedEvent(_CycleFailedEvent):
     """``data-om-observation-failed``: a cycle failed; nothing was removed."""
 
     type: Literal["data-om-observation-failed"] = "data-om-observation-failed"
-    cycle_id: str
-    operation_type: OperationType
-    failed_at: str
-    duration_ms: int
-    tokens_attempted: int
-    error: str
-    observations: str = ""
     retrying: bool = False
-    record_id: str
-    thread_id: str
     trigger: str = "turn-sync"
 
 
-class BufferingStartEvent(_Event):
+class BufferingStartEvent(_CycleStartEvent):
     """``data-om-buffering-start``: background work began."""
 
     type: Literal["data-om-buffering-start"] = "data-om-buffering-start"
-    cycle_id: str
-    operation_type: OperationType
-    started_at: str
     tokens_to_buffer: int
-    record_id: str
-    thread_id: str
-    thread_ids: list[str] = Field(default_factory=list)
-    config: dict[str, Any] = Field(default_factory=dict)
 
 
-class BufferingEndEvent(_Event):
+class BufferingEndEvent(_CycleEndEvent):
     """``data-om-buffering-end``: background work is stored and waits for activation."""
 
     type: Literal["data-om-buffering-end"] = "data-om-buffering-end"
-    cycle_id: str
-    operation_type: OperationType
-    completed_at: str
-    duration_ms: int
     tokens_buffered: int
     buffered_tokens: int
-    observations: str
-    extracted_values: dict[str, Any] = Field(default_factory=dict)
-    extraction_failures: list[dict[str, str]] = Field(default_factory=list)
-    record_id: str
-    thread_id: str
 
 
-class BufferingFailedEvent(_Event):
+class BufferingFailedEvent(_CycleFailedEvent):
     """``data-om-buffering-failed``: background work failed; the sync path takes over."""
 
     type: Literal["data-om-buffering-failed"] = "data-om-buffering-failed"
-    cycle_id: str
-    operation_type: OperationType
-    failed_at: str
-    duration_ms: int
-    tokens_attempted: int
-    error: str
-    observations: str = ""
-    record_id: str
-    thread_id: str
 
 
-class ActivationEvent(_Event):
+class ActivationEvent(_CycleEvent):
     """``data-om-activation``: buffered work moved into the active log (no model call)."""
 
     type: Literal["data-om-activation"] = "data-om-activation"
-    cycle_id: str
-    operation_type: OperationType
     activated_at: str
     chunks_activated: int
     tokens_activated: int
@@ -213,8 +198,6 @@ class ActivationEvent(_Event):
     ttl_expired_ms: int | None = None
     previous_model: str | None = None
     current_model: str | None = None
-    record_id: str
-    thread_id: str
     config: dict[str, Any] = Field(default_factory=dict)
 
 

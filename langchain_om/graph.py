@@ -117,35 +117,18 @@ class _Nodes:
 
     # -- nodes ----------------------------------------------------------------------------
 
-    def gate(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        split, args = self._args(state, config)
-        return self._update(state, split, self.memory.step(**args, sync_cycles=False))
+    def node(self, **flags: Any) -> Any:
+        """A node running the engine step with ``flags`` (sync and async over one update)."""
 
-    async def agate(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        split, args = self._args(state, config)
-        return self._update(state, split, await self.memory.astep(**args, sync_cycles=False))
+        def run(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+            split, args = self._args(state, config)
+            return self._update(state, split, self.memory.step(**args, **flags))
 
-    def observe(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        split, args = self._args(state, config)
-        return self._update(
-            state, split, self.memory.step(**args, reflect=False, emit_status=False)
-        )
+        async def arun(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+            split, args = self._args(state, config)
+            return self._update(state, split, await self.memory.astep(**args, **flags))
 
-    async def aobserve(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        split, args = self._args(state, config)
-        outcome = await self.memory.astep(**args, reflect=False, emit_status=False)
-        return self._update(state, split, outcome)
-
-    def reflect(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        split, args = self._args(state, config)
-        return self._update(
-            state, split, self.memory.step(**args, observe=False, emit_status=False)
-        )
-
-    async def areflect(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        split, args = self._args(state, config)
-        outcome = await self.memory.astep(**args, observe=False, emit_status=False)
-        return self._update(state, split, outcome)
+        return RunnableLambda(run, afunc=arun)
 
     # -- routers --------------------------------------------------------------------------
 
@@ -206,9 +189,10 @@ def add_observational_memory(
     }
     nodes = _Nodes(memory, before)
     schema: Any = ObservationalMemoryGraphState
-    gate: Any = RunnableLambda(nodes.gate, afunc=nodes.agate)
-    observe: Any = RunnableLambda(nodes.observe, afunc=nodes.aobserve)
-    reflect: Any = RunnableLambda(nodes.reflect, afunc=nodes.areflect)
+    # The gate only activates and starts background work; the cycle nodes emit no status.
+    gate = nodes.node(sync_cycles=False)
+    observe = nodes.node(reflect=False, emit_status=False)
+    reflect = nodes.node(observe=False, emit_status=False)
     builder.add_node(GATE, gate, input_schema=schema)
     builder.add_node(OBSERVE, observe, input_schema=schema)
     builder.add_node(REFLECT, reflect, input_schema=schema)

@@ -76,6 +76,7 @@ PINNED: dict[str, list[str]] = {
         "token_bar",
     ],
     "langchain_om.engine": [
+        "EndTurnOptions",
         "ObservationalMemory",
         "StepOptions",
         "ThreadSnapshot",

@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from langchain_om._plans.effects import Executor, Plan, run_async, run_sync
@@ -65,22 +66,27 @@ class Background:
 
     def start_thread(self, key: str, plan: Plan[Any], executor: Executor) -> bool:
         """Run ``plan`` on a worker thread unless ``key`` is already running."""
-        if self.manual:
-            return self._queue(key, plan, executor)
-        with self._lock:
-            job = self._jobs.get(key)
-            if job is not None and not job.done():
-                plan.close()
-                return False
-            if self._pool is None:
-                self._pool = concurrent.futures.ThreadPoolExecutor(
-                    max_workers=self._max_workers, thread_name_prefix="langchain-om"
-                )
-            self._jobs[key] = self._pool.submit(run_sync, plan, executor)
-            return True
+
+        def launch() -> concurrent.futures.Future[Any]:
+            return self._thread_pool().submit(run_sync, plan, executor)
+
+        return self._start(key, plan, executor, launch)
 
     def start_task(self, key: str, plan: Plan[Any], executor: Executor) -> bool:
         """Run ``plan`` as a task on the running loop unless ``key`` is already running."""
+
+        def launch() -> asyncio.Task[Any]:
+            return asyncio.get_running_loop().create_task(run_async(plan, executor))
+
+        return self._start(key, plan, executor, launch)
+
+    def _start(
+        self,
+        key: str,
+        plan: Plan[Any],
+        executor: Executor,
+        launch: Callable[[], concurrent.futures.Future[Any] | asyncio.Task[Any]],
+    ) -> bool:
         if self.manual:
             return self._queue(key, plan, executor)
         with self._lock:
@@ -88,8 +94,15 @@ class Background:
             if job is not None and not job.done():
                 plan.close()
                 return False
-            self._jobs[key] = asyncio.get_running_loop().create_task(run_async(plan, executor))
+            self._jobs[key] = launch()
             return True
+
+    def _thread_pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=self._max_workers, thread_name_prefix="langchain-om"
+            )
+        return self._pool
 
     def wait(self, key: str, timeout: float | None) -> None:
         """Block until ``key`` finishes (or ``timeout``); never raises for the job's error."""

@@ -181,15 +181,12 @@ class Cycle:
     def failed(self, error: str, *, retrying: bool = False) -> ObservationFailedEvent:
         """The ``data-om-observation-failed`` event of this cycle."""
         return ObservationFailedEvent(
-            cycle_id=self.cycle_id,
-            operation_type=self.operation,
+            **_ids(self),
             failed_at=iso(self.env.now()),
             duration_ms=self.duration_ms,
             tokens_attempted=self.tokens,
             error=error,
             retrying=retrying,
-            record_id=self.record["record_id"],
-            thread_id=self.record["thread_id"],
             trigger=self.trigger,
         )
 
@@ -260,14 +257,21 @@ def _cycle_error(cycle: Cycle, exc: Exception) -> CycleFailedError:
     return CycleFailedError(message, operation=cycle.operation, thread_id=thread_id)
 
 
+def _ids(cycle: Cycle) -> dict[str, Any]:
+    """The fields every event of a cycle carries."""
+    return {
+        "cycle_id": cycle.cycle_id,
+        "operation_type": cycle.operation,
+        "record_id": cycle.record["record_id"],
+        "thread_id": cycle.record["thread_id"],
+    }
+
+
 def _start_event(cycle: Cycle) -> ObservationStartEvent:
     return ObservationStartEvent(
-        cycle_id=cycle.cycle_id,
-        operation_type=cycle.operation,
+        **_ids(cycle),
         started_at=iso(cycle.env.now()),
         tokens_to_observe=cycle.tokens,
-        record_id=cycle.record["record_id"],
-        thread_id=cycle.record["thread_id"],
         trigger=cycle.trigger,
         config=_config_snapshot(cycle.env.config),
     )
@@ -275,13 +279,10 @@ def _start_event(cycle: Cycle) -> ObservationStartEvent:
 
 def _end_event(cycle: Cycle, done: dict[str, Any]) -> ObservationEndEvent:
     return ObservationEndEvent(
-        cycle_id=cycle.cycle_id,
-        operation_type=cycle.operation,
+        **_ids(cycle),
         completed_at=iso(cycle.env.now()),
         duration_ms=cycle.duration_ms,
         tokens_observed=cycle.tokens,
-        record_id=cycle.record["record_id"],
-        thread_id=cycle.record["thread_id"],
         trigger=cycle.trigger,
         **done,
     )
@@ -290,37 +291,26 @@ def _end_event(cycle: Cycle, done: dict[str, Any]) -> ObservationEndEvent:
 def buffering_start(cycle: Cycle) -> BufferingStartEvent:
     """The ``data-om-buffering-start`` event of a background cycle."""
     return BufferingStartEvent(
-        cycle_id=cycle.cycle_id,
-        operation_type=cycle.operation,
-        started_at=iso(cycle.env.now()),
-        tokens_to_buffer=cycle.tokens,
-        record_id=cycle.record["record_id"],
-        thread_id=cycle.record["thread_id"],
+        **_ids(cycle), started_at=iso(cycle.env.now()), tokens_to_buffer=cycle.tokens
     )
 
 
 def _buffering_failed(cycle: Cycle, error: str) -> BufferingFailedEvent:
     return BufferingFailedEvent(
-        cycle_id=cycle.cycle_id,
-        operation_type=cycle.operation,
+        **_ids(cycle),
         failed_at=iso(cycle.env.now()),
         duration_ms=cycle.duration_ms,
         tokens_attempted=cycle.tokens,
         error=error,
-        record_id=cycle.record["record_id"],
-        thread_id=cycle.record["thread_id"],
     )
 
 
 def _buffering_end(cycle: Cycle, done: dict[str, Any]) -> BufferingEndEvent:
     return BufferingEndEvent(
-        cycle_id=cycle.cycle_id,
-        operation_type=cycle.operation,
+        **_ids(cycle),
         completed_at=iso(cycle.env.now()),
         duration_ms=cycle.duration_ms,
         tokens_buffered=cycle.tokens,
-        record_id=cycle.record["record_id"],
-        thread_id=cycle.record["thread_id"],
         **done,
     )
 
