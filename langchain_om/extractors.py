@@ -1,4 +1,4 @@
-"""Extractors: named values the Observer keeps up to date while it observes (SPEC §6).
+"""Extractors: named values the Observer keeps up to date while it observes.
 
 An :class:`Extractor` adds one section to the Observer's answer, ``<slug>…</slug>``, filled
 with what its ``instructions`` ask for. The value is kept in the thread's record under

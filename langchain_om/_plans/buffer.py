@@ -134,30 +134,7 @@ def activation_plan(
     count = sum(len(c["message_ids"]) for c in chunks)
     batch, rest = window[:count], window[count:]
     now = iso(env.now())
-    new = record
-    cursor = record["observed_message_count"]
-    for chunk in chunks:
-        size = len(chunk["message_ids"])
-        group = make_group(
-            text=str(chunk["text"]),
-            tokens=int(chunk["tokens"]),
-            message_ids=[str(i) for i in chunk["message_ids"]],
-            observed_at=now,
-            group_id=stable_id(record["record_id"], "obs", cursor, chunk["message_ids"][0]),
-        )
-        hints = dict(chunk.get("hints") or {})
-        new = append_observations(
-            new,
-            group=group,
-            observed_ids=[str(i) for i in chunk["message_ids"]],
-            observed_tokens=int(chunk["message_tokens"]),
-            hints={k: hints.get(k) for k in ("current_task", "suggested_response", "thread_title")},
-            extracted={},
-            thread_title=env.config.observation.thread_title,
-            now=now,
-        )
-        new["extracted"] = persist(env.extractors, new["extracted"], chunk.get("extracted") or {})
-        cursor += size
+    new = _with_chunks(env, record, chunks, now)
     ops: list[Any] = observed_ops(batch, before=record, after=new, vector=env.vector)
     ops.extend(chunk_delete_ops(record["thread_id"], chunks))
     yield StoreBatch(ops)
@@ -182,6 +159,37 @@ def activation_plan(
         ),
     )
     return new, rest, batch
+
+
+def _with_chunks(
+    env: TurnEnv, record: OMRecord, chunks: Sequence[Mapping[str, Any]], now: str
+) -> OMRecord:
+    """``record`` with the observations of ``chunks`` appended, in order."""
+    new = record
+    cursor = record["observed_message_count"]
+    for chunk in chunks:
+        ids = [str(i) for i in chunk["message_ids"]]
+        group = make_group(
+            text=str(chunk["text"]),
+            tokens=int(chunk["tokens"]),
+            message_ids=ids,
+            observed_at=now,
+            group_id=stable_id(record["record_id"], "obs", cursor, chunk["message_ids"][0]),
+        )
+        hints = dict(chunk.get("hints") or {})
+        new = append_observations(
+            new,
+            group=group,
+            observed_ids=ids,
+            observed_tokens=int(chunk["message_tokens"]),
+            hints={k: hints.get(k) for k in ("current_task", "suggested_response", "thread_title")},
+            extracted={},
+            thread_title=env.config.observation.thread_title,
+            now=now,
+        )
+        new["extracted"] = persist(env.extractors, new["extracted"], chunk.get("extracted") or {})
+        cursor += len(ids)
+    return new
 
 
 def reflection_buffer_plan(

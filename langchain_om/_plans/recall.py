@@ -368,98 +368,140 @@ def _parse_cursor(cursor: str | None) -> tuple[str | None, str | None, str | Non
     return start, end, hint
 
 
+@dataclass
+class _Page:
+    """A page of messages: what was found, and where paging can go from it."""
+
+    found: list[tuple[int, BaseMessage]]
+    has_prev: bool
+    has_next: bool
+    after: BaseMessage | None
+    """The first message after the page (its id is the next cursor)."""
+
+
+def _resolve_cursor(
+    caller: Caller, thread: _Thread, args: RecallInput
+) -> Plan[tuple[_Thread, int | None, str | None, str | None]]:
+    """``(thread, start, cursor, hint)``: where the cursor points (thread and position)."""
+    cursor, _, hint = _parse_cursor(args.cursor)
+    if cursor is None:
+        return thread, None, None, hint
+    # An id with a colon may be a real id: try it whole before splitting it as a range.
+    whole = args.cursor.strip().strip("`") if args.cursor else cursor
+    if hint is not None:
+        seq = yield from _find_in_thread(caller, thread, whole, scan=False)
+        if seq is not None:
+            return thread, seq, whole, None
+    located = yield from _locate(caller, thread, cursor, args.thread_id is not None)
+    if located is None:
+        message = f"Message {cursor!r} was not found in the threads you can read."
+        raise _RecallError(f"{hint} {message}" if hint else message)
+    return located.thread, located.seq, cursor, hint
+
+
+def _bounded_page(
+    caller: Caller,
+    thread: _Thread,
+    *,
+    start: int | None,
+    anchor: Anchor | None,
+    page: int,
+    limit: int,
+) -> Plan[_Page]:
+    """An unfiltered page: the positions ``page_bounds`` gives, plus the one after it."""
+    bounds = page_bounds(thread.total, start=start, anchor=anchor, page=page, limit=limit)
+    positions = list(range(bounds.lo, bounds.hi))
+    if bounds.has_next:
+        positions.append(bounds.hi)
+    fetched = yield from _fetch(caller, thread, positions)
+    found = [(p, m) for p, m in fetched if p < bounds.hi]
+    after = next((m for p, m in fetched if p == bounds.hi), None)
+    return _Page(found, bounds.has_prev, bounds.has_next, after)
+
+
+def _join(*hints: str | None) -> str | None:
+    return " ".join(h for h in hints if h) or None
+
+
 def _messages_mode(
     settings: RecallSettings, caller: Caller, args: RecallInput
 ) -> Plan[dict[str, Any]]:
     thread = yield from _load_thread(caller, args.thread_id)
-    cursor, _, hint = _parse_cursor(args.cursor)
-    start: int | None = None
-    if cursor is not None:
-        # An id with a colon may be a real id: try it whole before splitting it as a range.
-        whole = args.cursor.strip().strip("`") if args.cursor else cursor
-        located = None
-        if hint is not None:
-            seq = yield from _find_in_thread(caller, thread, whole, scan=False)
-            if seq is not None:
-                located, cursor, hint = _Located(thread, seq), whole, None
-        if located is None:
-            located = yield from _locate(caller, thread, cursor, args.thread_id is not None)
-        if located is None:
-            message = f"Message {cursor!r} was not found in the threads you can read."
-            raise _RecallError(f"{hint} {message}" if hint else message)
-        thread, start = located.thread, located.seq
+    thread, start, cursor, hint = yield from _resolve_cursor(caller, thread, args)
     limit = clamp_limit(args.limit)
-    page = normalize_page(args.page)
+    page_number = normalize_page(args.page)
     detail: Detail = "high" if args.part_index is not None else args.detail
     parts_filter = PartFilter(args.part_type, args.tool_name, args.part_index)
     anchor: Anchor | None = args.anchor if cursor is None else None
     if parts_filter.narrows_messages:
         found, has_prev, has_next, after, note = yield from _scan_page(
-            caller, thread, parts_filter, start=start, anchor=anchor, page=page, limit=limit
+            caller, thread, parts_filter, start=start, anchor=anchor, page=page_number, limit=limit
         )
-        hint = " ".join(h for h in (hint, note) if h) or None
+        page = _Page(found, has_prev, has_next, after)
+        hint = _join(hint, note)
     else:
-        bounds = page_bounds(thread.total, start=start, anchor=anchor, page=page, limit=limit)
-        positions = list(range(bounds.lo, bounds.hi))
-        if bounds.has_next:
-            positions.append(bounds.hi)
-        fetched = yield from _fetch(caller, thread, positions)
-        found = [(p, m) for p, m in fetched if p < bounds.hi]
-        after = next((m for p, m in fetched if p == bounds.hi), None)
-        has_prev, has_next = bounds.has_prev, bounds.has_next
-    entries = [
-        render_message(m, detail=detail, parts_filter=parts_filter, count=settings.count)
-        for _, m in found
-    ]
+        page = yield from _bounded_page(
+            caller, thread, start=start, anchor=anchor, page=page_number, limit=limit
+        )
     result: dict[str, Any] = {
         "thread_id": thread.thread_id,
         "messages": [],
         "count": 0,
         "cursor": cursor,
-        "page": page,
+        "page": page_number,
         "limit": limit,
         "detail": detail,
-        "has_next_page": has_next,
-        "has_prev_page": has_prev,
+        "has_next_page": page.has_next,
+        "has_prev_page": page.has_prev,
         "truncated": False,
         "token_offset": None,
         "total_messages": thread.total,
     }
+    entries = [
+        render_message(m, detail=detail, parts_filter=parts_filter, count=settings.count)
+        for _, m in page.found
+    ]
+    hint = _join(hint, _fit_messages(settings, result, entries, page))
+    if args.part_index is not None and len(page.found) == 1:
+        hint = _join(hint, _next_part_hint(page.found[0][1], args.part_index))
+    if hint:
+        result["hint"] = hint
+    return result
+
+
+def _fit_messages(
+    settings: RecallSettings, result: dict[str, Any], entries: list[dict[str, Any]], page: _Page
+) -> str | None:
+    """Put the entries that fit the budget into ``result``; return a hint when it cut them."""
     cut = fit_budget(entries, _room(settings, result), settings.count)
     result["messages"] = cut.entries
     result["count"] = len(cut.entries)
-    next_cursor: str | None = after.id if after is not None else None
+    next_cursor: str | None = page.after.id if page.after is not None else None
+    hint = None
     if cut.truncated:
         result["truncated"] = True
         result["token_offset"] = cut.token_offset
         shown = len(cut.entries)
         if shown and cut.entries[-1] != entries[shown - 1]:
-            resume: BaseMessage | None = found[shown - 1][1]  # cut inside this message
+            resume: BaseMessage | None = page.found[shown - 1][1]  # cut inside this message
         else:
-            resume = found[shown][1] if shown < len(found) else None
+            resume = page.found[shown][1] if shown < len(page.found) else None
         next_cursor = resume.id if resume is not None else next_cursor
-        hint = " ".join(
-            h
-            for h in (
-                hint,
-                f"Output stopped at {cut.token_offset} tokens (budget {settings.token_budget}). "
-                "Continue with cursor=next_cursor and page=1, or use a smaller limit, "
-                "detail='low' or part_index.",
-            )
-            if h
+        hint = (
+            f"Output stopped at {cut.token_offset} tokens (budget {settings.token_budget}). "
+            "Continue with cursor=next_cursor and page=1, or use a smaller limit, "
+            "detail='low' or part_index."
         )
-    if next_cursor is not None and (has_next or cut.truncated):
+    if next_cursor is not None and (page.has_next or cut.truncated):
         result["next_cursor"] = next_cursor
-    if args.part_index is not None and len(found) == 1:
-        total_parts = len(message_parts(found[0][1]))
-        if args.part_index + 1 < total_parts:
-            more = (
-                f"This message has {total_parts} parts; part_index={args.part_index + 1} is next."
-            )
-            hint = f"{hint} {more}" if hint else more
-    if hint:
-        result["hint"] = hint
-    return result
+    return hint
+
+
+def _next_part_hint(message: BaseMessage, part_index: int) -> str | None:
+    total_parts = len(message_parts(message))
+    if part_index + 1 < total_parts:
+        return f"This message has {total_parts} parts; part_index={part_index + 1} is next."
+    return None
 
 
 def _room(settings: RecallSettings, envelope: dict[str, Any]) -> int:
