@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 from langchain_core.messages import BaseMessage
 from langgraph.prebuilt import InjectedState
-from langgraph.store.base import GetOp, Item, SearchItem, SearchOp
+from langgraph.store.base import Item, SearchItem
 from pydantic import BaseModel, Field
 
 from langchain_om._core.recall import (
@@ -41,14 +41,14 @@ from langchain_om._core.recall import (
 )
 from langchain_om._plans.effects import Plan, StoreBatch
 from langchain_om._plans.storage import (
-    INDEX_MARKER,
-    archive_ns,
+    archive_find_op,
+    archive_get_op,
     archived_message,
-    msgindex_ns,
-    search_ns,
-    seq_key,
-    state_ns,
-    threads_ns,
+    msgindex_get_ops,
+    registry_get_op,
+    registry_list_op,
+    search_op,
+    state_get_op,
     unpack_state,
 )
 
@@ -183,7 +183,7 @@ def _bind_resource(caller: Caller) -> Plan[Caller]:
         return caller
     record = caller.record
     if record is None:
-        (item,) = yield StoreBatch([GetOp(state_ns(caller.thread_id), "current")])
+        (item,) = yield StoreBatch([state_get_op(caller.thread_id)])
         record, _ = unpack_state(item)
     resource = nonempty_str(record.get("resource_id")) if record else None
     if resource is None:
@@ -218,10 +218,10 @@ def _load_thread(caller: Caller, requested: str | None) -> Plan[_Thread]:
                 f"Thread {requested!r} is not available: recall is limited to the current thread."
             )
         thread_id, current = requested, False
-    ops: list[GetOp] = [GetOp(threads_ns(caller.resource_id), thread_id)]
+    ops = [registry_get_op(caller.resource_id, thread_id)]
     if current and caller.resource_id is not None:
-        ops.append(GetOp(threads_ns(None), thread_id))
-    ops.append(GetOp(state_ns(thread_id), "current"))
+        ops.append(registry_get_op(None, thread_id))
+    ops.append(state_get_op(thread_id))
     results = yield StoreBatch(ops)
     registry = _registry_value(results[0], caller.resource_id)
     if registry is None and current and caller.resource_id is not None:
@@ -269,16 +269,13 @@ def _find_in_thread(
     for offset, message in enumerate(thread.window):
         if message.id == message_id:
             return thread.archived + offset
-    ns = msgindex_ns(thread.thread_id)
-    item, marker = yield StoreBatch([GetOp(ns, message_id), GetOp(ns, INDEX_MARKER)])
+    item, marker = yield StoreBatch(msgindex_get_ops(thread.thread_id, message_id))
     seq = item.value.get("seq") if item is not None else None
     if isinstance(seq, int) and 0 <= seq < thread.archived:
         return seq
     if not scan or marker is not None:
         return None
-    (found,) = yield StoreBatch(
-        [SearchOp(archive_ns(thread.thread_id), filter={"id": message_id}, limit=1)]
-    )
+    (found,) = yield StoreBatch([archive_find_op(thread.thread_id, message_id)])
     for hit in found:
         seq = hit.value.get("seq")
         if _owned(hit.value, caller, thread) and isinstance(seq, int) and seq < thread.archived:
@@ -296,15 +293,11 @@ def _locate(caller: Caller, thread: _Thread, cursor: str, explicit: bool) -> Pla
     others = [t for t in (yield from _registry_threads(caller)) if t != thread.thread_id]
     if not others:
         return None
-    hits = yield StoreBatch(
-        [GetOp(msgindex_ns(t), key) for t in others for key in (cursor, INDEX_MARKER)]
-    )
+    hits = yield StoreBatch([op for t in others for op in msgindex_get_ops(t, cursor)])
     candidates = [t for t, item in zip(others, hits[::2], strict=True) if item is not None]
     unindexed = [t for t, mark in zip(others, hits[1::2], strict=True) if mark is None]
     if not candidates and unindexed:
-        found = yield StoreBatch(
-            [SearchOp(archive_ns(t), filter={"id": cursor}, limit=1) for t in unindexed]
-        )
+        found = yield StoreBatch([archive_find_op(t, cursor) for t in unindexed])
         candidates = [t for t, items in zip(unindexed, found, strict=True) if items]
     for thread_id in candidates:
         other = yield from _load_thread(caller, thread_id)
@@ -322,7 +315,7 @@ def _registry_threads(caller: Caller) -> Plan[list[str]]:
 def _registry_values(caller: Caller) -> Plan[list[Mapping[str, Any]]]:
     if caller.resource_id is None:
         return []
-    (items,) = yield StoreBatch([SearchOp(threads_ns(caller.resource_id), limit=MAX_THREADS)])
+    (items,) = yield StoreBatch([registry_list_op(caller.resource_id, MAX_THREADS)])
     return [
         item.value
         for item in items
@@ -339,9 +332,7 @@ def _fetch(
     archived = [p for p in positions if 0 <= p < thread.archived]
     items: list[Item | None] = []
     if archived:
-        items = yield StoreBatch(
-            [GetOp(archive_ns(thread.thread_id), seq_key(p)) for p in archived]
-        )
+        items = yield StoreBatch([archive_get_op(thread.thread_id, p) for p in archived])
     by_pos: dict[int, BaseMessage] = {}
     for pos, item in zip(archived, items, strict=True):
         if item is not None and _owned(item.value, caller, thread):
@@ -636,15 +627,8 @@ def _search_mode(
         if caller.thread_id is None:
             raise _RecallError("No current thread to search: pass a thread id in the run config.")
         only = caller.thread_id
-    flt: dict[str, Any] = {"resource_id": caller.resource_id}
-    if only is not None:
-        flt["thread_id"] = only
-    op = SearchOp(
-        search_ns(caller.resource_id),
-        filter=flt,
-        limit=limit,
-        offset=(page - 1) * limit,
-        query=query,
+    op = search_op(
+        caller.resource_id, query, thread_id=only, limit=limit, offset=(page - 1) * limit
     )
     (hits,) = yield StoreBatch([op])
     results = [_search_entry(hit) for hit in hits if _search_owned(hit, caller, only)]

@@ -246,6 +246,42 @@ def archived_message(item: Item) -> BaseMessage:
     return load_messages([item.value["message"]])[0]
 
 
+def archive_get_op(thread_id: str, seq: int) -> GetOp:
+    """Get op for the archived message at sequence number ``seq``."""
+    return GetOp(archive_ns(thread_id), seq_key(seq))
+
+
+def archive_find_op(thread_id: str, message_id: str) -> SearchOp:
+    """Search op finding an archived message by id (for threads without a message index)."""
+    return SearchOp(archive_ns(thread_id), filter={"id": message_id}, limit=1)
+
+
+def msgindex_get_ops(thread_id: str, message_id: str) -> list[GetOp]:
+    """Get ops for a message's index entry and the thread's "indexed" marker, in that order."""
+    ns = msgindex_ns(thread_id)
+    return [GetOp(ns, message_id), GetOp(ns, INDEX_MARKER)]
+
+
+def registry_get_op(resource_id: str | None, thread_id: str) -> GetOp:
+    """Get op for a thread's entry in its resource's registry."""
+    return GetOp(threads_ns(resource_id), thread_id)
+
+
+def registry_list_op(resource_id: str | None, limit: int) -> SearchOp:
+    """Search op listing a resource's registered threads."""
+    return SearchOp(threads_ns(resource_id), limit=limit)
+
+
+def search_op(
+    resource_id: str | None, query: str, *, thread_id: str | None, limit: int, offset: int
+) -> SearchOp:
+    """Vector search op over a resource's documents (optionally one thread's)."""
+    flt: dict[str, Any] = {"resource_id": resource_id}
+    if thread_id is not None:
+        flt["thread_id"] = thread_id
+    return SearchOp(search_ns(resource_id), filter=flt, limit=limit, offset=offset, query=query)
+
+
 def msgindex_ns(thread_id: str) -> tuple[str, ...]:
     """Namespace of a thread's message-id → sequence-number index."""
     return (ROOT, "msgindex", thread_id)
