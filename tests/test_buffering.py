@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
 from langchain_om._core.thresholds import choose_activation, chunk_chain, should_buffer
-from langchain_om._plans.storage import archive_ns, archived_message, buffer_ns
+from langchain_om._plans.storage import buffer_ns
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
 
 
@@ -27,8 +27,7 @@ class Clock:
 
 
 def archived_ids(memory: ObservationalMemory, thread_id: str) -> list[str]:
-    items = sorted(memory.store.search(archive_ns(thread_id), limit=1_000_000), key=lambda i: i.key)
-    return [archived_message(i).id or "" for i in items]
+    return [m.id or "" for m in memory.archived_messages(thread_id)]
 
 
 # -- the activation choice --------------------------------------------------------------

@@ -13,7 +13,6 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from langchain_om import ObservationalMemory
-from langchain_om._plans.storage import archive_ns
 from langchain_om.cli import ReplayFormatError, build_parser, load_conversation, main, open_backend
 from langchain_om.errors import MissingProviderError
 from langchain_om.models import clear_model_cache
@@ -43,7 +42,7 @@ def conversation(turns: int) -> list[dict[str, Any]]:
 
 def archive_count(db: Path, thread: str = "default") -> int:
     with ObservationalMemory.from_sqlite(str(db)) as memory:
-        return len(memory.store.search(archive_ns(thread), limit=10_000))
+        return len(memory.archived_messages(thread))
 
 
 def test_replay_observes_and_prints_what_memory_holds(

@@ -11,7 +11,6 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langchain_om import CycleFailedError, ObservationalMemory
-from langchain_om._plans.storage import archive_ns, archived_message
 from langchain_om.testing import (
     FunctionChatModel,
     ScriptedChatModel,
@@ -51,9 +50,7 @@ def make_memory(**overrides: Any) -> ObservationalMemory:
 
 
 def archived(memory: ObservationalMemory, thread_id: str) -> list[BaseMessage]:
-    items = memory.store.search(archive_ns(thread_id), limit=100_000)
-    items.sort(key=lambda i: i.key)
-    return [archived_message(i) for i in items]
+    return memory.archived_messages(thread_id)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

@@ -23,7 +23,6 @@ from langchain_om import (
     ObservationalMemoryMiddleware,
     add_observational_memory,
 )
-from langchain_om._plans.storage import archive_ns, archived_message
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
 
 OPTIONS: dict[str, Any] = {
@@ -52,8 +51,7 @@ def user_turn(i: int) -> str:
 
 
 def archive(memory: ObservationalMemory, thread_id: str) -> list[BaseMessage]:
-    items = sorted(memory.store.search(archive_ns(thread_id), limit=1_000_000), key=lambda i: i.key)
-    return [archived_message(i) for i in items]
+    return memory.archived_messages(thread_id)
 
 
 def check_invariants(memory: ObservationalMemory, thread_id: str, window: list[BaseMessage]) -> int:

@@ -490,4 +490,9 @@ def thread_ids_plan() -> Plan[list[str]]:
         found.extend(page)
         if len(page) < READ_PAGE:
             break
-    return sorted(ns[2] for ns in found if len(ns) > 2)
+    candidates = sorted({ns[2] for ns in found if len(ns) > 2})
+    # Some stores keep a namespace after its last item is deleted: check the state is there.
+    if not candidates:
+        return []
+    states = yield StoreBatch([state_get_op(t) for t in candidates])
+    return [t for t, item in zip(candidates, states, strict=True) if item is not None]
