@@ -21,7 +21,6 @@ from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.constants import TAG_NOSTREAM
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
@@ -33,7 +32,7 @@ from langchain_om._core.tokens import TokenCounter, get_default_counter
 from langchain_om._core.types import OMRecord
 from langchain_om._plans.background import Background
 from langchain_om._plans.cycles import status_event
-from langchain_om._plans.effects import Executor, ModelCall, Plan, run_async, run_sync
+from langchain_om._plans.effects import Executor, Plan, run_async, run_sync
 from langchain_om._plans.standalone import StandaloneRequest, ThreadState, load_plan, step_plan
 from langchain_om._plans.storage import (
     archived_messages_plan,
@@ -52,12 +51,12 @@ from langchain_om._plans.types import (
     TurnOutcome,
     require_thread_id,
 )
+from langchain_om._role_models import RoleModels
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.display import render_html
 from langchain_om.events import OMEvent, StatusEvent
 from langchain_om.extractors import check_extractors
-from langchain_om.models import RunContext, plan_attempts
-from langchain_om.retry import ModelCallResult, RetryPolicy, ainvoke_model, invoke_model
+from langchain_om.retry import RetryPolicy
 from langchain_om.sqlite import open_sqlite
 from langchain_om.tools import create_recall_tool
 
@@ -176,14 +175,14 @@ class ObservationalMemory:
         self.timezone = timezone
         self.retry_policy = retry_policy or RetryPolicy()
         self._clock = clock or (lambda: datetime.now(UTC))
-        self._sleep = sleep
+        self._models = RoleModels(self.config, self.retry_policy, sleep)
         self._closers: list[Callable[[], None]] = []
         self._background = Background(manual=background == "manual")
         self._locks = _ThreadLocks()
         self._executor = Executor(
             store=self.store,
-            call_model=self._call_model,
-            acall_model=self._acall_model,
+            call_model=self._models.call,
+            acall_model=self._models.acall,
             background=self._background,
         )
         self._env = TurnEnv(
@@ -191,7 +190,7 @@ class ObservationalMemory:
             counter=self.counter,
             now=self._clock,
             emit=self._emit,
-            model_id=self._model_id,
+            model_id=self._models.model_id,
             running=self._background.running,
             vector=bool(self.config.retrieval and self.config.retrieval.vector),
             extractors=check_extractors(self.config.observation.extract),
@@ -232,70 +231,6 @@ class ObservationalMemory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # -- models ---------------------------------------------------------------------------
-
-    def _context(self, role: str, input_tokens: int, effect: ModelCall | None) -> RunContext:
-        return RunContext(
-            thread_id=effect.thread_id if effect else None,
-            resource_id=effect.resource_id if effect else None,
-            role=role,  # type: ignore[arg-type]
-            input_tokens=input_tokens,
-        )
-
-    def _attempts(self, effect: ModelCall) -> list[Any]:
-        role = effect.role
-        cfg = self.config
-        spec = cfg.observer_model_spec if role == "observer" else cfg.reflector_model_spec
-        settings = (
-            cfg.observation.model_settings
-            if role == "observer"
-            else (cfg.reflection.model_settings)
-        )
-        options = (
-            cfg.observation.provider_options
-            if role == "observer"
-            else cfg.reflection.provider_options
-        )
-        return plan_attempts(
-            spec,
-            self._context(role, effect.input_tokens, effect),
-            temperature=settings.temperature,
-            max_output_tokens=settings.max_output_tokens,
-            provider_options=options,
-        )
-
-    def _call_kwargs(self, effect: ModelCall) -> dict[str, Any]:
-        # Observer/Reflector output is memory's own: keep it out of the agent's
-        # stream_mode="messages" token stream (LangGraph skips runs tagged "nostream").
-        tags = ["langchain_om", f"langchain_om:{effect.role}", TAG_NOSTREAM]
-        return {"policy": self.retry_policy, "config": {"tags": tags}}
-
-    def _call_model(self, effect: ModelCall) -> ModelCallResult:
-        kwargs = self._call_kwargs(effect)
-        if self._sleep is not None:
-            kwargs["sleep"] = self._sleep
-        return invoke_model(self._attempts(effect), list(effect.messages), **kwargs)
-
-    async def _acall_model(self, effect: ModelCall) -> ModelCallResult:
-        kwargs = self._call_kwargs(effect)
-        if self._sleep is not None:
-            kwargs["sleep"] = _async_sleep_of(self._sleep)
-        return await ainvoke_model(self._attempts(effect), list(effect.messages), **kwargs)
-
-    def _model_id(self, role: str, input_tokens: int) -> str | None:
-        try:
-            fake = ModelCall(
-                role=role,  # type: ignore[arg-type]
-                messages=[],
-                input_tokens=input_tokens,
-                thread_id="",
-                resource_id=None,
-            )
-            attempts = self._attempts(fake)
-        except Exception:
-            return None
-        return attempts[0].model_id if attempts else None
 
     # -- events ---------------------------------------------------------------------------
 
@@ -651,10 +586,3 @@ class _ThreadLocks:
 def _context_messages(snap: ThreadSnapshot) -> list[BaseMessage]:
     head = [snap.context.to_system_message()] if snap.context.blocks else []
     return head + list(snap.window)
-
-
-def _async_sleep_of(sleep: Callable[[float], None]) -> Callable[[float], Any]:
-    async def asleep(seconds: float) -> None:
-        sleep(seconds)
-
-    return asleep
