@@ -255,8 +255,8 @@ class _Caller:
 
     messages: LanguageModelInput
     config: RunnableConfig | None
-    sleep: Callable[[float], object]
-    asleep: Callable[[float], Awaitable[object]]
+    sleep: Callable[[float], Any]
+    """Blocking for :meth:`execute`, a coroutine function for :meth:`aexecute`."""
 
     def execute(self, step: _Step) -> Any:
         if isinstance(step, _Sleep):
@@ -265,7 +265,7 @@ class _Caller:
 
     async def aexecute(self, step: _Step) -> Any:
         if isinstance(step, _Sleep):
-            return await self.asleep(step.seconds)
+            return await self.sleep(step.seconds)
         return await step.attempt.runnable.ainvoke(self.messages, self.config)
 
 
@@ -379,7 +379,7 @@ def invoke_model(
         >>> invoke_model(attempts, "hi").text
         'ok'
     """
-    caller = _Caller(messages, config, sleep, _no_async_sleep)
+    caller = _Caller(messages, config, sleep)
     return run_sync(_retry_plan(attempts, policy, on_retry), caller)
 
 
@@ -402,13 +402,5 @@ async def ainvoke_model(
         >>> asyncio.run(ainvoke_model(attempts, "hi")).text
         'ok'
     """
-    caller = _Caller(messages, config, _no_sync_sleep, sleep)
+    caller = _Caller(messages, config, sleep)
     return await run_async(_retry_plan(attempts, policy, on_retry), caller)
-
-
-def _no_sync_sleep(seconds: float) -> None:
-    raise RuntimeError("the async retry path sleeps with its async sleep")
-
-
-async def _no_async_sleep(seconds: float) -> None:
-    raise RuntimeError("the sync retry path sleeps with its blocking sleep")
