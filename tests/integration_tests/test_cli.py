@@ -19,7 +19,7 @@ from langchain_om.models import clear_model_cache
 from langchain_om.storage import archive_ns
 from langchain_om.testing import FunctionChatModel, memory_model
 
-DEMO = Path(__file__).resolve().parents[1] / "examples" / "data" / "demo.jsonl"
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "data" / "demo.jsonl"
 SMALL = ["--scripted", "--message-tokens", "120", "--observation-tokens", "2000"]
 
 

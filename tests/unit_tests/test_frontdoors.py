@@ -133,7 +133,7 @@ def test_two_hundred_turns_on_sqlite(tmp_path: Path, door: str, mode: str) -> No
         from langchain_core.messages import HumanMessage
         from langchain_om import ObservationalMemory
         from langchain_om.testing import FunctionChatModel, memory_model
-        import tests.test_frontdoors as t
+        import tests.unit_tests.test_frontdoors as t
         memory = ObservationalMemory.from_sqlite({str(db)!r}, model=memory_model(), **t.OPTIONS)
         actor = FunctionChatModel(function=t.actor_reply)
         app = t.build_agent(memory, actor) if {door!r} == "agent" else t.build_graph(memory, actor)
@@ -144,7 +144,7 @@ def test_two_hundred_turns_on_sqlite(tmp_path: Path, door: str, mode: str) -> No
         print(json.dumps({{"record": before, "saw_memory": saw}}))
         """
     )
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     out = subprocess.run(
         [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True
     )

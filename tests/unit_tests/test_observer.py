@@ -33,7 +33,7 @@ from langchain_om._core.observer import (
 )
 from langchain_om._core.truncation import TruncatedObservations, truncate_observations
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOTS = Path(__file__).resolve().parents[1] / "snapshots"
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 

@@ -52,7 +52,7 @@ OBSERVER_REPLY = (
     "<observations>\nDate: Nov 30, 2026\n* 🔴 (10:00) User talked about the garden\n"
     "</observations>\n<current-task>chat</current-task>"
 )
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class CountingStore(InMemoryStore):
