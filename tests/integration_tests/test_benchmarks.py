@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+from tests.helpers import ROOT
+
+BENCH = ROOT / "benchmarks"
 SETUPS = {"plain", "om", "summarization", "langmem"}
 POINTS = [20, 40]
 

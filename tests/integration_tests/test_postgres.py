@@ -12,8 +12,8 @@ from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 
 from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
-from langchain_om.storage import archive_ns, archived_message
 from langchain_om.testing import FunctionChatModel, memory_model
+from tests.helpers import archived
 
 pytestmark = pytest.mark.postgres
 
@@ -66,10 +66,10 @@ def test_agent_on_postgres_resumes_with_memory(postgres: tuple[Any, Any]) -> Non
     state = agent.get_state(cfg).values
     record = state["om_record"]
     assert record["observed_message_count"] > 0
-    archived = sorted(store.search(archive_ns(thread), limit=10_000), key=lambda i: i.key)
-    assert len(archived) == record["observed_message_count"]
-    assert len(archived) + len(state["messages"]) == 80
-    assert archived_message(archived[0]).text.startswith("Turn 0:")
+    stored = archived(memory, thread)
+    assert len(stored) == record["observed_message_count"]
+    assert len(stored) + len(state["messages"]) == 80
+    assert stored[0].text.startswith("Turn 0:")
 
     # A fresh engine on the same database continues the thread with its memory.
     _, agent2, actor2 = build()

@@ -1,198 +1,31 @@
-"""Agents and graphs with memory, end to end, on real SQLite files and real LangGraph graphs."""
+"""Agents and graphs with memory, end to end, on real LangGraph graphs (in-memory stores)."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.tools import tool
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
+from langchain_core.messages import HumanMessage
+from langgraph.graph import START, MessagesState, StateGraph
 
 from langchain_om import (
     ObservationalMemory,
-    ObservationalMemoryMiddleware,
     add_observational_memory,
 )
-from langchain_om.storage import archive_ns, archived_message
-from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
-
-OPTIONS: dict[str, Any] = {
-    "observation": {"message_tokens": 600, "buffer_tokens": False},
-    "reflection": {"observation_tokens": 500},
-}
-
-
-@tool
-def lookup(query: str) -> str:
-    """Look a query up."""
-    return f"Results for {query}: " + "lorem ipsum " * 15
-
-
-def actor_reply(messages: list[BaseMessage], info: RecordedCall) -> AIMessage | str:
-    """Call the tool on every third user turn, then answer."""
-    last = messages[-1]
-    if isinstance(last, HumanMessage) and "use the tool" in last.text:
-        call = {"name": "lookup", "args": {"query": last.text[:20]}, "id": f"call-{info.index}"}
-        return AIMessage("", tool_calls=[call])
-    return f"Answer {info.index}: noted, " + "and more " * 8
-
-
-def user_turn(i: int) -> str:
-    return f"Turn {i}: please use the tool" if i % 3 == 0 else f"Turn {i}: tell me more " * 3
-
-
-def archive(memory: ObservationalMemory, thread_id: str) -> list[BaseMessage]:
-    items = sorted(memory.store.search(archive_ns(thread_id), limit=1_000_000), key=lambda i: i.key)
-    return [archived_message(i) for i in items]
-
-
-def check_invariants(memory: ObservationalMemory, thread_id: str, window: list[BaseMessage]) -> int:
-    """Every message is archived or in the window, once; no tool pair is split."""
-    window = [m for m in window if m.type != "system"]
-    stored = archive(memory, thread_id)
-    everything = stored + window
-    ids = [m.id for m in everything]
-    assert len(ids) == len(set(ids))
-    for part in (stored, window):
-        calls = {c["id"] for m in part if isinstance(m, AIMessage) for c in m.tool_calls}
-        results = {m.tool_call_id for m in part if isinstance(m, ToolMessage)}
-        assert results <= calls, "a tool result was separated from its call"
-    assert not isinstance(window[0], ToolMessage)
-    return len(everything)
-
-
-def build_agent(memory: ObservationalMemory, actor: FunctionChatModel) -> Any:
-    return create_agent(
-        actor,
-        [lookup],
-        middleware=[ObservationalMemoryMiddleware(memory)],
-        checkpointer=memory.checkpointer,
-        store=memory.store,
-    )
-
-
-def build_graph(memory: ObservationalMemory, actor: FunctionChatModel) -> Any:
-    llm = actor.bind_tools([lookup])
-    builder = StateGraph(MessagesState)
-    builder.add_node("model", lambda s: {"messages": [llm.invoke(s["messages"])]})
-    builder.add_node("tools", ToolNode([lookup]))
-    builder.add_edge(START, "model")
-    builder.add_conditional_edges("model", tools_condition, {"tools": "tools", END: END})
-    builder.add_edge("tools", "model")
-    add_observational_memory(builder, memory)
-    return builder.compile(checkpointer=memory.checkpointer, store=memory.store)
-
-
-def expected_messages(turns: int) -> int:
-    return sum(4 if i % 3 == 0 else 2 for i in range(turns))
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("door", ["agent", "graph"])
-@pytest.mark.parametrize("mode", ["sync", "async"])
-def test_two_hundred_turns_on_sqlite(tmp_path: Path, door: str, mode: str) -> None:
-    db = tmp_path / "om.db"
-    memory = ObservationalMemory.from_sqlite(str(db), model=memory_model(), **OPTIONS)
-    actor = FunctionChatModel(function=actor_reply)
-    app = build_agent(memory, actor) if door == "agent" else build_graph(memory, actor)
-    cfg = {"configurable": {"thread_id": "t1"}}
-    turns = 200
-
-    async def run_async() -> None:
-        for i in range(turns):
-            await app.ainvoke({"messages": [HumanMessage(user_turn(i))]}, cfg)
-
-    if mode == "sync":
-        for i in range(turns):
-            app.invoke({"messages": [HumanMessage(user_turn(i))]}, cfg)
-    else:
-        asyncio.run(run_async())
-    state = app.get_state(cfg).values
-    record = state["om_record"]
-    assert record["observed_message_count"] > 0
-    assert record["generation"] >= 1
-    assert check_invariants(memory, "t1", state["messages"]) == expected_messages(turns)
-    # The model saw memory: a system block with observations on its latest call.
-    assert "<observations>" in actor.last_call.text
-    memory.close()
-
-    # A second process opens the same file and continues the thread with its memory.
-    script = textwrap.dedent(
-        f"""
-        import json
-        from langchain_core.messages import HumanMessage
-        from langchain_om import ObservationalMemory
-        from langchain_om.testing import FunctionChatModel, memory_model
-        import tests.unit_tests.test_frontdoors as t
-        memory = ObservationalMemory.from_sqlite({str(db)!r}, model=memory_model(), **t.OPTIONS)
-        actor = FunctionChatModel(function=t.actor_reply)
-        app = t.build_agent(memory, actor) if {door!r} == "agent" else t.build_graph(memory, actor)
-        cfg = {{"configurable": {{"thread_id": "t1"}}}}
-        before = app.get_state(cfg).values["om_record"]
-        app.invoke({{"messages": [HumanMessage("Turn 200: and now?")]}}, cfg)
-        saw = "<observations>" in actor.last_call.text
-        print(json.dumps({{"record": before, "saw_memory": saw}}))
-        """
-    )
-    root = Path(__file__).resolve().parents[2]
-    out = subprocess.run(
-        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True
-    )
-    resumed = json.loads(out.stdout.strip().splitlines()[-1])
-    assert resumed["record"] == json.loads(json.dumps(record))
-    assert resumed["saw_memory"] is True
-
-
-def _state_size(app: Any, cfg: dict[str, Any]) -> int:
-    saver = app.checkpointer
-    checkpoint = saver.get_tuple(cfg).checkpoint
-    return sum(len(saver.serde.dumps_typed(v)[1]) for v in checkpoint["channel_values"].values())
-
-
-@pytest.mark.slow
-def test_checkpoint_size_is_bounded() -> None:
-    memory = ObservationalMemory(model=memory_model(), checkpointer=InMemorySaver(), **OPTIONS)
-    actor = FunctionChatModel(function=lambda m, i: f"Answer {i.index}: " + "words " * 10)
-    with_memory = create_agent(
-        actor,
-        [],
-        middleware=[ObservationalMemoryMiddleware(memory)],
-        checkpointer=memory.checkpointer,
-        store=memory.store,
-    )
-    plain = create_agent(
-        FunctionChatModel(function=lambda m, i: f"Answer {i.index}: " + "words " * 10),
-        [],
-        checkpointer=InMemorySaver(),
-    )
-    cfg = {"configurable": {"thread_id": "t"}}
-    sizes: dict[str, dict[int, int]] = {"memory": {}, "plain": {}}
-    for i in range(1, 2001):
-        msg = {"messages": [HumanMessage(f"Turn {i}: " + "some words " * 6)]}
-        with_memory.invoke(msg, cfg, durability="exit")
-        if i <= 400:
-            plain.invoke(msg, cfg, durability="exit")
-        if i in (200, 400, 2000):
-            sizes["memory"][i] = _state_size(with_memory, cfg)
-            if i <= 400:
-                sizes["plain"][i] = _state_size(plain, cfg)
-    print(f"checkpoint bytes with memory: {sizes['memory']}, plain agent: {sizes['plain']}")
-    assert sizes["memory"][2000] <= 1.5 * sizes["memory"][200]
-    assert sizes["plain"][400] > 1.8 * sizes["plain"][200]
+from langchain_om.testing import FunctionChatModel, memory_model
+from tests.helpers import (
+    APP_OPTIONS,
+    actor_reply,
+    build_agent,
+    build_graph,
+    check_invariants,
+    expected_messages,
+    user_turn,
+)
 
 
 def test_custom_stream_events() -> None:
-    memory = ObservationalMemory(model=memory_model(), **OPTIONS)
+    memory = ObservationalMemory(model=memory_model(), **APP_OPTIONS)
     actor = FunctionChatModel(function=actor_reply)
     agent = build_agent(memory, actor)
     cfg = {"configurable": {"thread_id": "s"}}
@@ -209,7 +42,7 @@ def test_custom_stream_events() -> None:
 
 
 def test_graph_time_travel_rewinds_memory() -> None:
-    memory = ObservationalMemory(model=memory_model(), **OPTIONS)
+    memory = ObservationalMemory(model=memory_model(), **APP_OPTIONS)
     graph = build_graph(memory, FunctionChatModel(function=actor_reply))
     cfg = {"configurable": {"thread_id": "tt"}}
     for i in range(30):
@@ -234,7 +67,7 @@ def test_graph_time_travel_rewinds_memory() -> None:
 
 
 def test_graph_requires_a_known_model_node() -> None:
-    memory = ObservationalMemory(model=memory_model(), **OPTIONS)
+    memory = ObservationalMemory(model=memory_model(), **APP_OPTIONS)
     builder = StateGraph(MessagesState)
     builder.add_node("llm", lambda s: {"messages": []})
     builder.add_edge(START, "llm")
@@ -339,7 +172,7 @@ def test_agent_early_activation_on_idle_and_provider_change() -> None:
 
 
 def test_observer_tokens_stay_out_of_the_messages_stream() -> None:
-    memory = ObservationalMemory(model=memory_model(), **OPTIONS)
+    memory = ObservationalMemory(model=memory_model(), **APP_OPTIONS)
     agent = build_agent(memory, FunctionChatModel(function=actor_reply))
     cfg = {"configurable": {"thread_id": "m"}}
     streamed = ""

@@ -1,9 +1,7 @@
 from __future__ import annotations
 
 import json
-import runpy
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -52,7 +50,6 @@ OBSERVER_REPLY = (
     "<observations>\nDate: Nov 30, 2026\n* 🔴 (10:00) User talked about the garden\n"
     "</observations>\n<current-task>chat</current-task>"
 )
-ROOT = Path(__file__).resolve().parents[2]
 
 
 class CountingStore(InMemoryStore):
@@ -73,7 +70,8 @@ class CountingStore(InMemoryStore):
         return await super().abatch(ops)
 
 
-def make_memory(store: InMemoryStore | None = None, **retrieval: Any) -> ObservationalMemory:
+def recall_memory(store: InMemoryStore | None = None, **retrieval: Any) -> ObservationalMemory:
+    """A memory whose Observer always answers ``OBSERVER_REPLY``, with retrieval on."""
     observer = FunctionChatModel(function=lambda messages, info: OBSERVER_REPLY)
     return ObservationalMemory(
         model=observer, store=store or InMemoryStore(), retrieval=retrieval or True
@@ -205,7 +203,7 @@ def test_message_parts_cover_text_reasoning_media_and_tool_calls() -> None:
 
 
 def test_low_and_high_detail() -> None:
-    count = make_memory().counter.count_text
+    count = recall_memory().counter.count_text
     long_text = "word " * 200
     low = render_part(Part(0, "text", long_text), "low", count)
     assert len(low["text"]) <= LOW_TEXT_CHARS and low["truncated"] is True
@@ -222,7 +220,7 @@ def test_low_and_high_detail() -> None:
 
 
 def test_cut_tokens_keeps_the_longest_fitting_prefix() -> None:
-    count = make_memory().counter.count_text
+    count = recall_memory().counter.count_text
     text = " ".join(f"w{i}" for i in range(300))
     cut, was_cut = cut_tokens(text, 50, count)
     assert was_cut and count(cut[:-1]) <= 50
@@ -231,7 +229,7 @@ def test_cut_tokens_keeps_the_longest_fitting_prefix() -> None:
 
 
 def test_fit_budget_reports_the_tokens_it_returned() -> None:
-    count = make_memory().counter.count_text
+    count = recall_memory().counter.count_text
     entries = [{"id": f"m{i}", "parts": [{"text": "alpha beta " * 20}]} for i in range(10)]
     one = entry_tokens(entries[0], count)
     cut = fit_budget(entries, one * 3 + one // 2, count)
@@ -246,7 +244,7 @@ def test_fit_budget_reports_the_tokens_it_returned() -> None:
 
 
 def test_render_message_filters_parts() -> None:
-    count = make_memory().counter.count_text
+    count = recall_memory().counter.count_text
     ai = AIMessage(
         "checking",
         id="a1",
@@ -270,7 +268,7 @@ def test_render_message_filters_parts() -> None:
 
 @pytest.fixture
 def memory() -> ObservationalMemory:
-    mem = make_memory()
+    mem = recall_memory()
     archive(mem, "t1", "u1", chat(50))
     return mem
 
@@ -341,7 +339,7 @@ def tool_chat() -> list[BaseMessage]:
 
 
 def test_filters_by_part_type_and_tool_name() -> None:
-    mem = make_memory()
+    mem = recall_memory()
     archive(mem, "t1", "u1", tool_chat())
     tool = create_recall_tool(mem)
     calls = call(tool, part_type="tool_call", limit=4)
@@ -363,7 +361,7 @@ def test_filters_by_part_type_and_tool_name() -> None:
 
 
 def test_part_index_reads_one_part_in_full() -> None:
-    mem = make_memory()
+    mem = recall_memory()
     long_text = "The quick brown fox jumps over the lazy dog. " * 10
     message = AIMessage(
         [{"type": "text", "text": "short intro"}, {"type": "text", "text": long_text}],
@@ -384,7 +382,7 @@ def test_part_index_reads_one_part_in_full() -> None:
 
 
 def test_the_budget_cut_and_its_token_offset() -> None:
-    mem = make_memory()
+    mem = recall_memory()
     messages = [
         stamp(HumanMessage(f"paragraph {i}: " + "lorem ipsum dolor sit amet " * 30, id=f"p{i}"), i)
         for i in range(10)
@@ -406,7 +404,7 @@ def test_the_budget_cut_and_its_token_offset() -> None:
 
 
 def test_one_message_larger_than_the_budget_is_cut_inside() -> None:
-    mem = make_memory()
+    mem = recall_memory()
     archive(
         mem, "t1", "u1", [HumanMessage("enormous " * 3000, id="big"), HumanMessage("x", id="y")]
     )
@@ -434,7 +432,7 @@ def test_unknown_cursor_and_missing_thread_are_tool_results(memory: Observationa
 
 
 def test_cursor_without_the_id_index_falls_back_to_a_search() -> None:
-    mem = make_memory()
+    mem = recall_memory()
     archive(mem, "t1", "u1", chat(30), index=False)
     assert ids(call(create_recall_tool(mem), cursor="m12", limit=2)) == ["m12", "m13"]
 
@@ -443,7 +441,7 @@ def test_a_page_read_is_a_few_key_lookups_whatever_the_archive_size() -> None:
     costs = []
     for size in (60, 800):
         store = CountingStore()
-        mem = make_memory(store)
+        mem = recall_memory(store)
         archive(mem, "t1", "u1", chat(size))
         store.batches.clear()
         result = call(create_recall_tool(mem), cursor="m20", limit=10, page=2)
@@ -457,7 +455,7 @@ def test_a_page_read_is_a_few_key_lookups_whatever_the_archive_size() -> None:
 
 def test_an_unknown_cursor_in_indexed_threads_costs_no_scan() -> None:
     store = CountingStore()
-    mem = make_memory(store)
+    mem = recall_memory(store)
     archive(mem, "t1", "u1", chat(30))
     archive(mem, "t2", "u1", chat(30, "n"))
     store.batches.clear()
@@ -588,7 +586,7 @@ def test_recall_inside_a_create_agent_run() -> None:
 
 
 def test_standalone_engine_archive_and_window() -> None:
-    mem = make_memory()
+    mem = recall_memory()
     first = [HumanMessage("plant tomatoes in May", id="s0"), AIMessage("noted", id="s1")]
     mem.observe(thread_id="garden", messages=first, resource_id="ann")
     mem.add_messages("garden", [HumanMessage("and basil?", id="s2")], resource_id="ann")
@@ -607,7 +605,7 @@ def test_standalone_engine_archive_and_window() -> None:
 @pytest.fixture
 def two_users() -> ObservationalMemory:
     store = InMemoryStore(index={"embed": HashEmbeddings(dims=32), "dims": 32, "fields": ["text"]})
-    mem = make_memory(store, vector=True)
+    mem = recall_memory(store, vector=True)
     archive(
         mem,
         "a1",
@@ -726,7 +724,7 @@ def test_fuzz_never_returns_another_resources_messages(
 
 
 def test_no_resource_means_only_the_current_thread() -> None:
-    mem = make_memory()
+    mem = recall_memory()
     archive(mem, "x1", None, chat(3, "x1-"))
     archive(mem, "x2", None, chat(3, "x2-", "private"))
     tool = create_recall_tool(mem)
@@ -744,7 +742,7 @@ def test_no_resource_means_only_the_current_thread() -> None:
 
 def search_memory(embeddings: Any, dims: int) -> ObservationalMemory:
     store = InMemoryStore(index={"embed": embeddings, "dims": dims, "fields": ["text"]})
-    mem = make_memory(store, vector=True)
+    mem = recall_memory(store, vector=True)
     topics = [
         "I planted tomatoes along the south fence",
         "My sister's wedding is in Lisbon next June",
@@ -794,7 +792,7 @@ def test_search_needs_vector_a_query_and_an_index() -> None:
     off = create_recall_tool(mem, vector=False)
     assert "Search is off" in call(off, mode="search", query="cat")["error"]
     assert "needs a query" in call(create_recall_tool(mem), mode="search")["error"]
-    plain = make_memory(vector=True)
+    plain = recall_memory(vector=True)
     archive(plain, "t1", "u1", chat(3), search=True)
     assert "no vector index" in call(create_recall_tool(plain), mode="search", query="x")["error"]
 
@@ -839,14 +837,14 @@ def test_hash_embeddings_are_deterministic_and_normalised() -> None:
 
 
 def test_recall_instructions_follow_scope_and_vector() -> None:
-    plain = make_memory().config
+    plain = recall_memory().config
     text = recall_instructions(plain)
     assert "cursor" in text and "page" in text and "detail" in text and "truncated" in text
     assert "mode='threads'" in text and "mode='search'" not in text
-    vector = make_memory(vector=True, instructions="Prefer recent threads.").config
+    vector = recall_memory(vector=True, instructions="Prefer recent threads.").config
     with_search = recall_instructions(vector)
     assert "mode='search'" in with_search and with_search.endswith("Prefer recent threads.")
-    thread = recall_instructions(make_memory(scope="thread", vector=True).config)
+    thread = recall_instructions(recall_memory(scope="thread", vector=True).config)
     assert "mode='threads'" not in thread and "this conversation" in thread
     off = ObservationalMemory(model=FunctionChatModel(function=lambda m, i: "x")).config
     assert recall_instructions(off) == ""
@@ -856,9 +854,9 @@ def test_bad_construction_arguments() -> None:
     from langchain_om.errors import OMUsageError
 
     with pytest.raises(OMUsageError):
-        create_recall_tool(make_memory(), token_budget=10)
+        create_recall_tool(recall_memory(), token_budget=10)
     with pytest.raises(OMUsageError):
-        create_recall_tool(make_memory(), scope="everything")  # type: ignore[arg-type]
+        create_recall_tool(recall_memory(), scope="everything")  # type: ignore[arg-type]
 
 
 def test_index_ops_map_ids_to_sequence_numbers() -> None:
@@ -871,9 +869,3 @@ def test_index_ops_map_ids_to_sequence_numbers() -> None:
     ]
     first = index_ops([HumanMessage("a", id="x")], "t", 0)
     assert [op.key for op in first] == ["x", "langchain_om:indexed"]
-
-
-def test_the_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    runpy.run_path(str(ROOT / "examples" / "recall_chain.py"), run_name="__main__")
-    out = capsys.readouterr().out
-    assert "recall" in out.lower() and "Lisbon" in out
