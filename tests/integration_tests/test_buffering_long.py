@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 
 from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
 from langchain_om.storage import buffer_ns
@@ -36,7 +37,7 @@ def test_buffering_does_not_block_the_turn() -> None:
         checkpointer=memory.checkpointer,
         store=memory.store,
     )
-    cfg = {"configurable": {"thread_id": "t"}}
+    cfg: RunnableConfig = {"configurable": {"thread_id": "t"}}
     durations = []
     turn = 0
     while not memory.background_running("t"):

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
@@ -84,7 +85,7 @@ def test_two_hundred_turns_on_sqlite(tmp_path: Path, door: str, mode: str) -> No
     assert resumed["saw_memory"] is True
 
 
-def _state_size(app: Any, cfg: dict[str, Any]) -> int:
+def _state_size(app: Any, cfg: RunnableConfig) -> int:
     saver = app.checkpointer
     checkpoint = saver.get_tuple(cfg).checkpoint
     return sum(len(saver.serde.dumps_typed(v)[1]) for v in checkpoint["channel_values"].values())
@@ -106,10 +107,10 @@ def test_checkpoint_size_is_bounded() -> None:
         [],
         checkpointer=InMemorySaver(),
     )
-    cfg = {"configurable": {"thread_id": "t"}}
+    cfg: RunnableConfig = {"configurable": {"thread_id": "t"}}
     sizes: dict[str, dict[int, int]] = {"memory": {}, "plain": {}}
     for i in range(1, 2001):
-        msg = {"messages": [HumanMessage(f"Turn {i}: " + "some words " * 6)]}
+        msg: Any = {"messages": [HumanMessage(f"Turn {i}: " + "some words " * 6)]}
         with_memory.invoke(msg, cfg, durability="exit")
         if i <= 400:
             plain.invoke(msg, cfg, durability="exit")

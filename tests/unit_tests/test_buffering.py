@@ -99,7 +99,7 @@ def test_buffered_reflection_keeps_what_was_appended_since() -> None:
         memory.run_background()  # runs buffered observations and the background reflection
         if any(e.type == "data-om-activation" and e.operation_type == "reflection" for e in events):
             break
-    assert started
+    assert started and record is not None
     swap = next(
         e for e in events if e.type == "data-om-activation" and e.operation_type == "reflection"
     )
@@ -274,7 +274,7 @@ def test_two_writers_on_one_thread_lose_nothing() -> None:
         t.join()
     memory.wait_for_background()
     snap = memory.status(thread_id="shared")
-    everything = archived_ids(memory, "shared") + [m.id for m in snap.window]
+    everything = archived_ids(memory, "shared") + [m.id or "" for m in snap.window]
     assert sorted(everything) == sorted(sent[0] + sent[1])
     assert len(everything) == len(set(everything))
     # each writer's own messages keep their order

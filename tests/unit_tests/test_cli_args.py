@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
 
 from langchain_om.cli import ReplayFormatError, build_parser, load_conversation, main, open_backend
 from tests.helpers import ROOT, write_jsonl
@@ -20,7 +23,7 @@ pytestmark = pytest.mark.usefixtures("fresh_model_cache")
 
 
 def test_load_conversation_pairs_tool_results_with_calls(tmp_path: Path) -> None:
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"role": "user", "content": "weather?"},
         {
             "role": "assistant",
@@ -50,7 +53,7 @@ def test_load_conversation_pairs_tool_results_with_calls(tmp_path: Path) -> None
 
 
 def test_load_conversation_keeps_timestamps_as_om_time(tmp_path: Path) -> None:
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"role": "user", "content": "hi", "timestamp": "2026-11-02T10:00:00+01:00"},
         {"role": "assistant", "content": "hello", "timestamp": 1_793_000_000},
     ]
@@ -94,13 +97,11 @@ def _args(*argv: str) -> argparse.Namespace:
 
 @pytest.mark.real_provider
 def test_base_url_uses_chat_openai_with_a_dummy_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    from langchain_openai import ChatOpenAI
-
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with open_backend(_args("--base-url", "http://127.0.0.1:9/v1"), print) as backend:
         assert isinstance(backend.actor, ChatOpenAI)
         assert backend.actor.openai_api_base == "http://127.0.0.1:9/v1"
-        assert backend.actor.openai_api_key is not None
+        assert isinstance(backend.actor.openai_api_key, SecretStr)
         assert backend.actor.openai_api_key.get_secret_value() == "none"
         assert backend.memory_model is backend.actor
         assert backend.thresholds is None  # the library's thresholds
@@ -108,8 +109,6 @@ def test_base_url_uses_chat_openai_with_a_dummy_key(monkeypatch: pytest.MonkeyPa
 
 @pytest.mark.real_provider
 def test_a_set_provider_key_picks_that_provider(monkeypatch: pytest.MonkeyPatch) -> None:
-    from langchain_openai import ChatOpenAI
-
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
     said: list[str] = []
     with open_backend(_args(), said.append) as backend:

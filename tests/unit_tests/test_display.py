@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
@@ -9,6 +12,10 @@ from langchain_om import ObservationalMemory, ThreadSnapshot
 from langchain_om.display import plot_windows, render_html, render_text, token_bar
 from langchain_om.events import StatusEvent, WindowUsage
 from langchain_om.testing import FunctionChatModel
+
+
+def ydata(line: Any) -> list[float]:
+    return [float(v) for v in np.asarray(line.get_ydata())]
 
 
 def _snapshot_with(text: str) -> ThreadSnapshot:
@@ -70,7 +77,9 @@ def test_plot_windows_takes_events_or_their_parts() -> None:
     for history in (events, [e.to_part() for e in events]):
         fig = plot_windows(history, title="demo")
         top, bottom = fig.axes
-        assert list(top.lines[0].get_ydata()) == [40, 90, 10, 30]
-        assert list(bottom.lines[0].get_ydata()) == [0, 0, 150, 60]
-        assert list(bottom.lines[1].get_ydata()) == [200] * 4
-        assert [line.get_xdata()[0] for line in bottom.lines[2:]] == [4]  # generation 0 -> 1
+        assert ydata(top.lines[0]) == [40, 90, 10, 30]
+        assert ydata(bottom.lines[0]) == [0, 0, 150, 60]
+        assert ydata(bottom.lines[1]) == [200] * 4
+        assert [np.asarray(line.get_xdata())[0] for line in bottom.lines[2:]] == [
+            4
+        ]  # generation 0 -> 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from langchain_om import (
 from langchain_om.testing import FunctionChatModel, memory_model
 from tests.helpers import (
     APP_OPTIONS,
+    Clock,
     actor_reply,
     build_agent,
     build_graph,
@@ -121,14 +123,6 @@ def test_buffering_start_reaches_the_custom_stream() -> None:
 
 
 def test_agent_early_activation_on_idle_and_provider_change() -> None:
-    from datetime import UTC, datetime, timedelta
-
-    class Clock:
-        now = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
-
-        def __call__(self) -> datetime:
-            return self.now
-
     clock = Clock()
     memory = ObservationalMemory(
         model=memory_model(),

@@ -7,7 +7,8 @@ import warnings
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables.history import RunnableWithMessageHistory
 
 from langchain_om import ObservationalChatMessageHistory, ObservationalMemory
 from langchain_om.storage import msgindex_ns
@@ -66,8 +67,6 @@ def test_clear_forgets_the_thread(mode: str) -> None:
 
 
 def test_with_runnable_with_message_history() -> None:
-    from langchain_core.runnables.history import RunnableWithMessageHistory
-
     memory = small_memory()
     histories: dict[str, ObservationalChatMessageHistory] = {}
 
@@ -85,7 +84,7 @@ def test_with_runnable_with_message_history() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         chain = RunnableWithMessageHistory(RunnableLambda(chat), get)
-    cfg = {"configurable": {"session_id": "s1"}}
+    cfg: RunnableConfig = {"configurable": {"session_id": "s1"}}
     for i in range(15):
         chain.invoke([HumanMessage(f"message {i} " + "words " * 30)], cfg)
     assert seen[-1][0].type == "system" and "User said: message 0" in seen[-1][0].text

@@ -7,6 +7,7 @@ from typing import Annotated, Any, TypedDict
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from langchain.agents import create_agent
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import (
     AIMessage,
@@ -16,11 +17,13 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
+from langgraph.prebuilt import ToolNode
 from langgraph.store.base import Op, PutOp, Result, SearchOp
 from langgraph.store.memory import InMemoryStore
 
-from langchain_om import ObservationalMemory
+from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
 from langchain_om._core.recall import (
     HIGH_TOOL_RESULT_TOKENS,
     LOW_TEXT_CHARS,
@@ -37,6 +40,7 @@ from langchain_om._core.recall import (
 )
 from langchain_om._core.types import OM_META_KEY, ObservationGroup
 from langchain_om._embeddings import HashEmbeddings
+from langchain_om.errors import OMUsageError
 from langchain_om.storage import archive_ops, threads_ns
 from langchain_om.testing import FunctionChatModel
 from langchain_om.tools import (
@@ -512,9 +516,6 @@ class AgentState(TypedDict):
 
 
 def tool_graph(memory: ObservationalMemory) -> Any:
-    from langgraph.graph import END, START, StateGraph
-    from langgraph.prebuilt import ToolNode
-
     builder = StateGraph(AgentState)
     builder.add_node("tools", ToolNode([create_recall_tool(memory)]))
     builder.add_edge(START, "tools")
@@ -546,10 +547,6 @@ def test_window_messages_follow_the_archive_from_injected_state(
 
 
 def test_recall_inside_a_create_agent_run() -> None:
-    from langchain.agents import create_agent
-
-    from langchain_om import ObservationalMemoryMiddleware
-
     memory = ObservationalMemory(
         model=FunctionChatModel(function=lambda messages, info: OBSERVER_REPLY),
         retrieval=True,
@@ -851,8 +848,6 @@ def test_recall_instructions_follow_scope_and_vector() -> None:
 
 
 def test_bad_construction_arguments() -> None:
-    from langchain_om.errors import OMUsageError
-
     with pytest.raises(OMUsageError):
         create_recall_tool(recall_memory(), token_budget=10)
     with pytest.raises(OMUsageError):

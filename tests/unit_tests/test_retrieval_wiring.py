@@ -7,6 +7,7 @@ from typing import Any
 
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.store.memory import InMemoryStore
 
 from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
@@ -60,7 +61,7 @@ def test_agent_gets_the_recall_tool_and_reads_the_archive() -> None:
         checkpointer=memory.checkpointer,
         store=memory.store,
     )
-    cfg = {"configurable": {"thread_id": "t1", "resource_id": "u1"}}
+    cfg: RunnableConfig = {"configurable": {"thread_id": "t1", "resource_id": "u1"}}
     agent.invoke({"messages": [HumanMessage("My flight is TP1351 to Lisbon. " * 5)]}, cfg)
     for i in range(8):
         agent.invoke({"messages": [HumanMessage(f"Chat {i}: " + "more words " * 20)]}, cfg)

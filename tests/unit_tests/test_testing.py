@@ -16,6 +16,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, ValidationError
 from pytest_socket import SocketBlockedError
 from typing_extensions import TypedDict
@@ -453,15 +454,11 @@ def test_guard_ini_option_allows_more_modules(pytester: pytest.Pytester) -> None
 
 
 def test_guard_is_active_in_this_suite() -> None:
-    from langchain_openai import ChatOpenAI
-
     with pytest.raises(pytest.fail.Exception, match="real provider chat model"):
         ChatOpenAI(api_key="sk-test", model="gpt-4o-mini")
 
 
 def test_is_allowed_fake_rules() -> None:
-    from langchain_openai import ChatOpenAI
-
     assert pytest_plugin.is_allowed_fake(ScriptedChatModel)
     assert pytest_plugin.is_allowed_fake(GenericFakeChatModel)
     assert pytest_plugin.is_allowed_fake(type("Local", (), {"__module__": __name__}))
