@@ -1,50 +1,39 @@
-"""Suite-wide guards: no real provider clients, no network beyond loopback."""
+"""Suite-wide setup: the provider-client guard, sockets by directory, shared fixtures.
+
+Sockets: pytest runs with ``--disable-socket --allow-unix-socket`` (see ``addopts`` in
+pyproject.toml), so a unit test cannot open a network socket or resolve a host name; Unix
+sockets stay allowed because asyncio's event loop needs a socket pair. Tests collected under
+``tests/integration_tests/`` are marked ``allow_hosts(["127.0.0.1"])``: they may connect to
+loopback (PostgreSQL, the local model server) and nowhere else, and their conftest blocks the
+resolution of any non-loopback host name.
+"""
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
 
 import pytest
-from pytest_socket import socket_allow_hosts
+
+from langchain_om.models import clear_model_cache
 
 pytest_plugins = ["pytester", "langchain_om.testing.pytest_plugin"]
 
-LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1"]
-_RESOLUTION_CACHE: dict[str, set[str]] = {}
-_real_getaddrinfo = socket.getaddrinfo
+INTEGRATION_TESTS = Path(__file__).resolve().parent / "integration_tests"
+LOOPBACK = ["127.0.0.1"]
+"""The only address integration tests may connect to."""
 
 
-class NetworkBlockedError(RuntimeError):
-    """A test tried to resolve a non-loopback host name."""
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Let integration tests reach loopback; unit tests keep every network socket blocked."""
+    for item in items:
+        if INTEGRATION_TESTS in item.path.resolve().parents:
+            item.add_marker(pytest.mark.allow_hosts(LOOPBACK))
 
 
-def _is_offline_host(host: Any) -> bool:
-    if host is None:
-        return True
-    name = host.decode() if isinstance(host, bytes) else str(host)
-    if name == "localhost" or name.endswith(".localhost"):
-        return True
-    try:
-        ipaddress.ip_address(name.strip("[]"))
-    except ValueError:
-        return False
-    return True  # an IP literal needs no DNS; connect() is guarded separately
-
-
-def _loopback_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
-    if not _is_offline_host(host):
-        msg = f"tests are offline: resolving {host!r} is blocked (only loopback is allowed)"
-        raise NetworkBlockedError(msg)
-    return _real_getaddrinfo(host, *args, **kwargs)
-
-
-@pytest.fixture(autouse=True)
-def _loopback_only_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Allow sockets to loopback (PostgreSQL, local servers) and Unix sockets; block the rest."""
-    monkeypatch.setattr(socket.socket, "connect", socket.socket.connect)  # restored afterwards
-    socket_allow_hosts(LOOPBACK_HOSTS, allow_unix_socket=True, resolution_cache=_RESOLUTION_CACHE)
-    monkeypatch.setattr(socket, "getaddrinfo", _loopback_getaddrinfo)
+@pytest.fixture
+def fresh_model_cache() -> Iterator[None]:
+    """Models built from strings are cached per process: start and end the test with none."""
+    clear_model_cache()
     yield
+    clear_model_cache()

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import langchain_om
+from langchain_om._plans.types import TurnOutcome
 
 PACKAGE = Path(langchain_om.__file__).parent
 
@@ -270,7 +271,5 @@ def test_public_methods_return_exported_types(path: str) -> None:
 
 
 def test_the_return_type_check_sees_package_classes() -> None:
-    from langchain_om._plans.types import TurnOutcome
-
     assert package_classes(list[TurnOutcome] | None) == [TurnOutcome]
     assert package_classes(int) == []

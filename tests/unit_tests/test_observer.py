@@ -31,7 +31,7 @@ from langchain_om._core.observer_input import FormattedHistory, format_messages_
 from langchain_om._core.observer_prompts import OBSERVATION_FORMAT_GUIDE, OBSERVER_SYSTEM_PROMPT
 from langchain_om._core.truncation import TruncatedObservations, truncate_observations
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOTS = Path(__file__).resolve().parents[1] / "snapshots"
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 

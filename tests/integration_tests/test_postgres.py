@@ -12,8 +12,8 @@ from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 
 from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
-from langchain_om._plans.storage import archive_ns, archived_message
 from langchain_om.testing import FunctionChatModel, memory_model
+from tests.helpers import archived
 
 pytestmark = pytest.mark.postgres
 
@@ -23,8 +23,9 @@ URL = os.environ.get("LANGCHAIN_OM_POSTGRES_URL", "postgresql://postgres@127.0.0
 @pytest.fixture
 def postgres() -> Iterator[tuple[Any, Any]]:
     psycopg = pytest.importorskip("psycopg")
-    from langgraph.checkpoint.postgres import PostgresSaver
-    from langgraph.store.postgres import PostgresStore
+    # psycopg is optional (the "postgres" extra): its modules load only once it is there
+    saver_cls = pytest.importorskip("langgraph.checkpoint.postgres").PostgresSaver
+    store_cls = pytest.importorskip("langgraph.store.postgres").PostgresStore
 
     try:
         psycopg.connect(URL, connect_timeout=3).close()
@@ -32,7 +33,7 @@ def postgres() -> Iterator[tuple[Any, Any]]:
         if os.environ.get("CI"):
             pytest.fail(f"PostgreSQL is required in CI at {URL}: {exc}")
         pytest.skip(f"no PostgreSQL at {URL}")
-    with PostgresSaver.from_conn_string(URL) as saver, PostgresStore.from_conn_string(URL) as store:
+    with saver_cls.from_conn_string(URL) as saver, store_cls.from_conn_string(URL) as store:
         saver.setup()
         store.setup()
         yield saver, store
@@ -66,10 +67,10 @@ def test_agent_on_postgres_resumes_with_memory(postgres: tuple[Any, Any]) -> Non
     state = agent.get_state(cfg).values
     record = state["om_record"]
     assert record["observed_message_count"] > 0
-    archived = sorted(store.search(archive_ns(thread), limit=10_000), key=lambda i: i.key)
-    assert len(archived) == record["observed_message_count"]
-    assert len(archived) + len(state["messages"]) == 80
-    assert archived_message(archived[0]).text.startswith("Turn 0:")
+    stored = archived(memory, thread)
+    assert len(stored) == record["observed_message_count"]
+    assert len(stored) + len(state["messages"]) == 80
+    assert stored[0].text.startswith("Turn 0:")
 
     # A fresh engine on the same database continues the thread with its memory.
     _, agent2, actor2 = build()

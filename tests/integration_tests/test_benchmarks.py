@@ -6,6 +6,7 @@ and ``recall.py --quick``; the tests check the shape of what they wrote, never t
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -13,8 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain.agents.middleware import AgentMiddleware
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+from tests.helpers import ROOT
+
+BENCH = ROOT / "benchmarks"
 SETUPS = {"plain", "om", "summarization", "langmem"}
 POINTS = [20, 40]
 
@@ -125,8 +129,7 @@ def test_tokens_and_recall_outputs(results: Path) -> None:
 
 def test_time_middleware_excludes_the_model_call(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(BENCH))
-    import _common
-    from langchain.agents.middleware import AgentMiddleware
+    _common = importlib.import_module("_common")  # benchmarks/_common.py, on sys.path above
 
     now = [0.0]  # a fake clock: each piece of "work" advances it by a known amount
     monkeypatch.setattr(_common, "CLOCK", lambda: now[0])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "langchain_om"
+PACKAGE = Path(__file__).resolve().parents[2] / "langchain_om"
 FRONT_DOORS = ("middleware", "graph", "history", "tools", "cli", "engine")
 LOWER_LAYERS = ("langchain_om._core", "langchain_om._plans")
 

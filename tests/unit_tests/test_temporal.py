@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 
 from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
 from langchain_om._core.temporal import gap_text
@@ -85,7 +86,7 @@ def test_agent_state_keeps_the_reminder_in_order() -> None:
         middleware=[ObservationalMemoryMiddleware(memory)],
         checkpointer=memory.checkpointer,
     )
-    cfg = {"configurable": {"thread_id": "t"}}
+    cfg: RunnableConfig = {"configurable": {"thread_id": "t"}}
     agent.invoke({"messages": [HumanMessage("hi", id="u1")]}, cfg)
     clock.now += timedelta(days=2)
     out = agent.invoke({"messages": [HumanMessage("back", id="u2")]}, cfg)

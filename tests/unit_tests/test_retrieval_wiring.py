@@ -7,18 +7,19 @@ from typing import Any
 
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.store.memory import InMemoryStore
 
 from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
 from langchain_om._plans.storage import msgindex_ns, search_ns
-from langchain_om.testing import FunctionChatModel, HashEmbeddings, RecordedCall, memory_model
+from langchain_om.testing import FunctionChatModel, HashEmbeddings, RecordedCall
+from tests.helpers import make_memory
 
 
-def make_memory(**retrieval: Any) -> ObservationalMemory:
-    embeddings = HashEmbeddings(dims=64)
-    store = InMemoryStore(index={"embed": embeddings, "dims": 64, "fields": ["text"]})
-    return ObservationalMemory(
-        model=memory_model(),
+def vector_memory(**retrieval: Any) -> ObservationalMemory:
+    """A memory whose store has a vector index over ``HashEmbeddings`` (64 dimensions)."""
+    store = InMemoryStore(index={"embed": HashEmbeddings(dims=64), "dims": 64, "fields": ["text"]})
+    return make_memory(
         store=store,
         observation={"message_tokens": 300, "buffer_tokens": False},
         retrieval={"vector": True, **retrieval},
@@ -26,7 +27,7 @@ def make_memory(**retrieval: Any) -> ObservationalMemory:
 
 
 def test_observation_writes_the_message_index_and_search_documents() -> None:
-    memory = make_memory()
+    memory = vector_memory()
     msgs = [HumanMessage("My flight is TP1351 to Lisbon", id="m1"), AIMessage("Noted", id="m2")]
     memory.observe(thread_id="t", messages=msgs, resource_id="u")
     index = {i.key: i.value for i in memory.store.search(msgindex_ns("t"), limit=10)}
@@ -38,7 +39,7 @@ def test_observation_writes_the_message_index_and_search_documents() -> None:
 
 
 def test_agent_gets_the_recall_tool_and_reads_the_archive() -> None:
-    memory = make_memory(scope="thread")
+    memory = vector_memory(scope="thread")
     assert [t.name for t in memory.tools] == ["recall"]
 
     def actor(messages: list[BaseMessage], info: RecordedCall) -> AIMessage | str:
@@ -60,7 +61,7 @@ def test_agent_gets_the_recall_tool_and_reads_the_archive() -> None:
         checkpointer=memory.checkpointer,
         store=memory.store,
     )
-    cfg = {"configurable": {"thread_id": "t1", "resource_id": "u1"}}
+    cfg: RunnableConfig = {"configurable": {"thread_id": "t1", "resource_id": "u1"}}
     agent.invoke({"messages": [HumanMessage("My flight is TP1351 to Lisbon. " * 5)]}, cfg)
     for i in range(8):
         agent.invoke({"messages": [HumanMessage(f"Chat {i}: " + "more words " * 20)]}, cfg)

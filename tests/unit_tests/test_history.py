@@ -7,17 +7,16 @@ import warnings
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables.history import RunnableWithMessageHistory
 
 from langchain_om import ObservationalChatMessageHistory, ObservationalMemory
-from langchain_om._plans.storage import archive_ns, msgindex_ns
-from langchain_om.testing import memory_model
+from langchain_om._plans.storage import msgindex_ns
+from tests.helpers import archived, archived_ids, make_memory
 
 
-def make_memory() -> ObservationalMemory:
-    return ObservationalMemory(
-        model=memory_model(), observation={"message_tokens": 300, "buffer_tokens": False}
-    )
+def small_memory() -> ObservationalMemory:
+    return make_memory(observation={"message_tokens": 300, "buffer_tokens": False})
 
 
 def turns(n: int) -> list[list[BaseMessage]]:
@@ -29,7 +28,7 @@ def turns(n: int) -> list[list[BaseMessage]]:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_history_observes_and_shows_memory_first(mode: str) -> None:
-    memory = make_memory()
+    memory = small_memory()
     history = ObservationalChatMessageHistory(memory, thread_id="t", resource_id="u")
 
     async def run_async() -> list[BaseMessage]:
@@ -45,16 +44,12 @@ def test_history_observes_and_shows_memory_first(mode: str) -> None:
         messages = asyncio.run(run_async())
     assert messages[0].type == "system" and "User said: turn 0" in messages[0].text
     window_ids = [m.id for m in messages[1:]]
-    archived = [
-        i.value["id"]
-        for i in sorted(memory.store.search(archive_ns("t"), limit=999), key=lambda i: i.key)
-    ]
-    assert archived + window_ids == [m.id for t in turns(20) for m in t]
+    assert archived_ids(memory, "t") + window_ids == [m.id for t in turns(20) for m in t]
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_clear_forgets_the_thread(mode: str) -> None:
-    memory = make_memory()
+    memory = small_memory()
     history = ObservationalChatMessageHistory(memory, thread_id="t", resource_id="u")
     other = ObservationalChatMessageHistory(memory, thread_id="other", resource_id="u")
     for turn in turns(10):
@@ -65,16 +60,14 @@ def test_clear_forgets_the_thread(mode: str) -> None:
     else:
         asyncio.run(history.aclear())
     assert history.messages == []
-    assert memory.store.search(archive_ns("t"), limit=10) == []
+    assert archived(memory, "t") == []
     assert memory.store.search(msgindex_ns("t"), limit=10) == []
     assert len(other.messages) > 1  # another thread is untouched
-    assert memory.store.search(archive_ns("other"), limit=10)
+    assert archived(memory, "other")
 
 
 def test_with_runnable_with_message_history() -> None:
-    from langchain_core.runnables.history import RunnableWithMessageHistory
-
-    memory = make_memory()
+    memory = small_memory()
     histories: dict[str, ObservationalChatMessageHistory] = {}
 
     def get(session_id: str) -> ObservationalChatMessageHistory:
@@ -91,7 +84,7 @@ def test_with_runnable_with_message_history() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         chain = RunnableWithMessageHistory(RunnableLambda(chat), get)
-    cfg = {"configurable": {"session_id": "s1"}}
+    cfg: RunnableConfig = {"configurable": {"session_id": "s1"}}
     for i in range(15):
         chain.invoke([HumanMessage(f"message {i} " + "words " * 30)], cfg)
     assert seen[-1][0].type == "system" and "User said: message 0" in seen[-1][0].text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -46,9 +47,9 @@ def test_values_are_kept_shown_next_time_and_reported() -> None:
     model = observer(["aisle seat", "window seat"])
     seen: list[dict[str, Any]] = []
 
-    def hook(ctx: dict[str, Any]) -> str:
+    def hook(ctx: Mapping[str, Any]) -> str:
         seen.append(dict(ctx))
-        return ctx["current"].upper()
+        return str(ctx["current"]).upper()
 
     prefs = Extractor("Travel Preferences", "Seat preferences.", on_extracted=hook)
     memory = ObservationalMemory(
@@ -68,7 +69,7 @@ def test_values_are_kept_shown_next_time_and_reported() -> None:
 
 
 def test_a_failing_hook_records_a_failure_and_keeps_the_old_value() -> None:
-    def broken(ctx: dict[str, Any]) -> str:
+    def broken(ctx: Mapping[str, Any]) -> str:
         raise ValueError("nope")
 
     prefs = Extractor("Travel Preferences", "Seat preferences.", on_extracted=broken)

@@ -1,14 +1,13 @@
 from __future__ import annotations
 
 import json
-import runpy
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from langchain.agents import create_agent
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import (
     AIMessage,
@@ -18,11 +17,13 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
+from langgraph.prebuilt import ToolNode
 from langgraph.store.base import Op, PutOp, Result, SearchOp
 from langgraph.store.memory import InMemoryStore
 
-from langchain_om import ObservationalMemory
+from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
 from langchain_om._core.recall import (
     HIGH_TOOL_RESULT_TOKENS,
     LOW_TEXT_CHARS,
@@ -40,6 +41,7 @@ from langchain_om._core.recall import (
 )
 from langchain_om._core.types import OM_META_KEY, ObservationGroup
 from langchain_om._plans.storage import archive_ops, index_ops, search_index_ops, threads_ns
+from langchain_om.errors import OMUsageError
 from langchain_om.testing import FunctionChatModel, HashEmbeddings
 from langchain_om.tools import create_recall_tool
 
@@ -47,7 +49,6 @@ OBSERVER_REPLY = (
     "<observations>\nDate: Nov 30, 2026\n* 🔴 (10:00) User talked about the garden\n"
     "</observations>\n<current-task>chat</current-task>"
 )
-ROOT = Path(__file__).resolve().parent.parent
 
 
 class CountingStore(InMemoryStore):
@@ -68,7 +69,8 @@ class CountingStore(InMemoryStore):
         return await super().abatch(ops)
 
 
-def make_memory(store: InMemoryStore | None = None, **retrieval: Any) -> ObservationalMemory:
+def recall_memory(store: InMemoryStore | None = None, **retrieval: Any) -> ObservationalMemory:
+    """A memory whose Observer always answers ``OBSERVER_REPLY``, with retrieval on."""
     observer = FunctionChatModel(function=lambda messages, info: OBSERVER_REPLY)
     return ObservationalMemory(
         model=observer, store=store or InMemoryStore(), retrieval=retrieval or True
@@ -200,7 +202,7 @@ def test_message_parts_cover_text_reasoning_media_and_tool_calls() -> None:
 
 
 def test_low_and_high_detail() -> None:
-    count = make_memory().counter.count_text
+    count = recall_memory().counter.count_text
     long_text = "word " * 200
     low = render_part(Part(0, "text", long_text), "low", count)
     assert len(low["text"]) <= LOW_TEXT_CHARS and low["truncated"] is True
@@ -217,7 +219,7 @@ def test_low_and_high_detail() -> None:
 
 
 def test_cut_tokens_keeps_the_longest_fitting_prefix() -> None:
-    count = make_memory().counter.count_text
+    count = recall_memory().counter.count_text
     text = " ".join(f"w{i}" for i in range(300))
     cut, was_cut = cut_tokens(text, 50, count)
     assert was_cut and count(cut[:-1]) <= 50
@@ -226,7 +228,7 @@ def test_cut_tokens_keeps_the_longest_fitting_prefix() -> None:
 
 
 def test_fit_budget_reports_the_tokens_it_returned() -> None:
-    count = make_memory().counter.count_text
+    count = recall_memory().counter.count_text
     entries = [{"id": f"m{i}", "parts": [{"text": "alpha beta " * 20}]} for i in range(10)]
     one = entry_tokens(entries[0], count)
     cut = fit_budget(entries, one * 3 + one // 2, count)
@@ -241,7 +243,7 @@ def test_fit_budget_reports_the_tokens_it_returned() -> None:
 
 
 def test_render_message_filters_parts() -> None:
-    count = make_memory().counter.count_text
+    count = recall_memory().counter.count_text
     ai = AIMessage(
         "checking",
         id="a1",
@@ -265,7 +267,7 @@ def test_render_message_filters_parts() -> None:
 
 @pytest.fixture
 def memory() -> ObservationalMemory:
-    mem = make_memory()
+    mem = recall_memory()
     archive(mem, "t1", "u1", chat(50))
     return mem
 
@@ -336,7 +338,7 @@ def tool_chat() -> list[BaseMessage]:
 
 
 def test_filters_by_part_type_and_tool_name() -> None:
-    mem = make_memory()
+    mem = recall_memory()
     archive(mem, "t1", "u1", tool_chat())
     tool = create_recall_tool(mem)
     calls = call(tool, part_type="tool_call", limit=4)
@@ -358,7 +360,7 @@ def test_filters_by_part_type_and_tool_name() -> None:
 
 
 def test_part_index_reads_one_part_in_full() -> None:
-    mem = make_memory()
+    mem = recall_memory()
     long_text = "The quick brown fox jumps over the lazy dog. " * 10
     message = AIMessage(
         [{"type": "text", "text": "short intro"}, {"type": "text", "text": long_text}],
@@ -379,7 +381,7 @@ def test_part_index_reads_one_part_in_full() -> None:
 
 
 def test_the_budget_cut_and_its_token_offset() -> None:
-    mem = make_memory()
+    mem = recall_memory()
     messages = [
         stamp(HumanMessage(f"paragraph {i}: " + "lorem ipsum dolor sit amet " * 30, id=f"p{i}"), i)
         for i in range(10)
@@ -401,7 +403,7 @@ def test_the_budget_cut_and_its_token_offset() -> None:
 
 
 def test_one_message_larger_than_the_budget_is_cut_inside() -> None:
-    mem = make_memory()
+    mem = recall_memory()
     archive(
         mem, "t1", "u1", [HumanMessage("enormous " * 3000, id="big"), HumanMessage("x", id="y")]
     )
@@ -429,7 +431,7 @@ def test_unknown_cursor_and_missing_thread_are_tool_results(memory: Observationa
 
 
 def test_cursor_without_the_id_index_falls_back_to_a_search() -> None:
-    mem = make_memory()
+    mem = recall_memory()
     archive(mem, "t1", "u1", chat(30), index=False)
     assert ids(call(create_recall_tool(mem), cursor="m12", limit=2)) == ["m12", "m13"]
 
@@ -438,7 +440,7 @@ def test_a_page_read_is_a_few_key_lookups_whatever_the_archive_size() -> None:
     costs = []
     for size in (60, 800):
         store = CountingStore()
-        mem = make_memory(store)
+        mem = recall_memory(store)
         archive(mem, "t1", "u1", chat(size))
         store.batches.clear()
         result = call(create_recall_tool(mem), cursor="m20", limit=10, page=2)
@@ -452,7 +454,7 @@ def test_a_page_read_is_a_few_key_lookups_whatever_the_archive_size() -> None:
 
 def test_an_unknown_cursor_in_indexed_threads_costs_no_scan() -> None:
     store = CountingStore()
-    mem = make_memory(store)
+    mem = recall_memory(store)
     archive(mem, "t1", "u1", chat(30))
     archive(mem, "t2", "u1", chat(30, "n"))
     store.batches.clear()
@@ -509,9 +511,6 @@ class AgentState(TypedDict):
 
 
 def tool_graph(memory: ObservationalMemory) -> Any:
-    from langgraph.graph import END, START, StateGraph
-    from langgraph.prebuilt import ToolNode
-
     builder = StateGraph(AgentState)
     builder.add_node("tools", ToolNode([create_recall_tool(memory)]))
     builder.add_edge(START, "tools")
@@ -543,10 +542,6 @@ def test_window_messages_follow_the_archive_from_injected_state(
 
 
 def test_recall_inside_a_create_agent_run() -> None:
-    from langchain.agents import create_agent
-
-    from langchain_om import ObservationalMemoryMiddleware
-
     memory = ObservationalMemory(
         model=FunctionChatModel(function=lambda messages, info: OBSERVER_REPLY),
         retrieval=True,
@@ -583,7 +578,7 @@ def test_recall_inside_a_create_agent_run() -> None:
 
 
 def test_standalone_engine_archive_and_window() -> None:
-    mem = make_memory()
+    mem = recall_memory()
     first = [HumanMessage("plant tomatoes in May", id="s0"), AIMessage("noted", id="s1")]
     mem.observe(thread_id="garden", messages=first, resource_id="ann")
     mem.add_messages("garden", [HumanMessage("and basil?", id="s2")], resource_id="ann")
@@ -602,7 +597,7 @@ def test_standalone_engine_archive_and_window() -> None:
 @pytest.fixture
 def two_users() -> ObservationalMemory:
     store = InMemoryStore(index={"embed": HashEmbeddings(dims=32), "dims": 32, "fields": ["text"]})
-    mem = make_memory(store, vector=True)
+    mem = recall_memory(store, vector=True)
     archive(
         mem,
         "a1",
@@ -721,7 +716,7 @@ def test_fuzz_never_returns_another_resources_messages(
 
 
 def test_no_resource_means_only_the_current_thread() -> None:
-    mem = make_memory()
+    mem = recall_memory()
     archive(mem, "x1", None, chat(3, "x1-"))
     archive(mem, "x2", None, chat(3, "x2-", "private"))
     tool = create_recall_tool(mem)
@@ -739,7 +734,7 @@ def test_no_resource_means_only_the_current_thread() -> None:
 
 def search_memory(embeddings: Any, dims: int) -> ObservationalMemory:
     store = InMemoryStore(index={"embed": embeddings, "dims": dims, "fields": ["text"]})
-    mem = make_memory(store, vector=True)
+    mem = recall_memory(store, vector=True)
     topics = [
         "I planted tomatoes along the south fence",
         "My sister's wedding is in Lisbon next June",
@@ -789,7 +784,7 @@ def test_search_needs_vector_a_query_and_an_index() -> None:
     off = create_recall_tool(mem, vector=False)
     assert "Search is off" in call(off, mode="search", query="cat")["error"]
     assert "needs a query" in call(create_recall_tool(mem), mode="search")["error"]
-    plain = make_memory(vector=True)
+    plain = recall_memory(vector=True)
     archive(plain, "t1", "u1", chat(3), search=True)
     assert "no vector index" in call(create_recall_tool(plain), mode="search", query="x")["error"]
 
@@ -834,26 +829,24 @@ def test_hash_embeddings_are_deterministic_and_normalised() -> None:
 
 
 def test_recall_instructions_follow_scope_and_vector() -> None:
-    plain = make_memory().config
+    plain = recall_memory().config
     text = recall_instructions(plain.retrieval)
     assert "cursor" in text and "page" in text and "detail" in text and "truncated" in text
     assert "mode='threads'" in text and "mode='search'" not in text
-    vector = make_memory(vector=True, instructions="Prefer recent threads.").config
+    vector = recall_memory(vector=True, instructions="Prefer recent threads.").config
     with_search = recall_instructions(vector.retrieval)
     assert "mode='search'" in with_search and with_search.endswith("Prefer recent threads.")
-    thread = recall_instructions(make_memory(scope="thread", vector=True).config.retrieval)
+    thread = recall_instructions(recall_memory(scope="thread", vector=True).config.retrieval)
     assert "mode='threads'" not in thread and "this conversation" in thread
     off = ObservationalMemory(model=FunctionChatModel(function=lambda m, i: "x")).config
     assert recall_instructions(off.retrieval) == ""
 
 
 def test_bad_construction_arguments() -> None:
-    from langchain_om.errors import OMUsageError
-
     with pytest.raises(OMUsageError):
-        create_recall_tool(make_memory(), token_budget=10)
+        create_recall_tool(recall_memory(), token_budget=10)
     with pytest.raises(OMUsageError):
-        create_recall_tool(make_memory(), scope="everything")  # type: ignore[arg-type]
+        create_recall_tool(recall_memory(), scope="everything")  # type: ignore[arg-type]
 
 
 def test_index_ops_map_ids_to_sequence_numbers() -> None:
@@ -866,9 +859,3 @@ def test_index_ops_map_ids_to_sequence_numbers() -> None:
     ]
     first = index_ops([HumanMessage("a", id="x")], "t", 0)
     assert [op.key for op in first] == ["x", "langchain_om:indexed"]
-
-
-def test_the_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    runpy.run_path(str(ROOT / "examples" / "recall_chain.py"), run_name="__main__")
-    out = capsys.readouterr().out
-    assert "recall" in out.lower() and "Lisbon" in out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Literal
 
 import httpx
@@ -59,11 +59,7 @@ from langchain_om.testing import (
 Mode = Literal["sync", "async"]
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cache() -> Iterator[None]:
-    clear_model_cache()
-    yield
-    clear_model_cache()
+pytestmark = pytest.mark.usefixtures("fresh_model_cache")
 
 
 def scripted(

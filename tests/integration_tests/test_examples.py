@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 import runpy
-from pathlib import Path
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+from tests.helpers import ROOT
+
+EXAMPLES = ROOT / "examples"
 SCRIPTS = sorted(p.name for p in EXAMPLES.glob("*.py"))
 
 
@@ -56,3 +57,9 @@ def test_chat_history_example_keeps_history_small(capsys: pytest.CaptureFixture[
     assert number(r"seeing (\d+) messages", out.split("last answer:")[1]) < 2 * 12
     assert "Thread 'maya' · generation" in out
     assert "User said: Remember item 1: the code for box" in out
+
+
+def test_recall_chain_example_pages_back(capsys: pytest.CaptureFixture[str]) -> None:
+    runpy.run_path(str(EXAMPLES / "recall_chain.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "recall" in out.lower() and "Lisbon" in out

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -18,8 +17,8 @@ from langchain_om.testing import (
     rate_limit_error,
     server_error,
 )
+from tests.helpers import archived, make_memory
 
-FIXED = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 OBS = "<observations>\nDate: Nov 30, 2026\n* 🔴 (09:00) User likes tea\n</observations>"
 
 
@@ -37,20 +36,6 @@ def conversation(n_turns: int, seed: int = 0) -> list[list[BaseMessage]]:
         turn.append(AIMessage(f"answer {t}: {words[:80]}", id=f"a{t}"))
         turns.append(turn)
     return turns
-
-
-def make_memory(**overrides: Any) -> ObservationalMemory:
-    options: dict[str, Any] = {
-        "model": memory_model(),
-        "observation": {"message_tokens": 2_000, "buffer_tokens": False},
-        "reflection": {"observation_tokens": 3_000},
-    }
-    options.update(overrides)
-    return ObservationalMemory(clock=lambda: FIXED, sleep=lambda s: None, **options)
-
-
-def archived(memory: ObservationalMemory, thread_id: str) -> list[BaseMessage]:
-    return memory.archived_messages(thread_id)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

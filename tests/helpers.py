@@ -1,0 +1,151 @@
+"""Helpers shared by the unit and the integration tests.
+
+Paths, a settable clock, one way to read a thread's archive, one memory factory, and the small
+agent and graph (with a tool) that the front-door tests drive. Test modules import these
+instead of keeping their own copies.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+
+from langchain_om import (
+    ObservationalMemory,
+    ObservationalMemoryMiddleware,
+    add_observational_memory,
+)
+from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
+
+ROOT = Path(__file__).resolve().parents[1]
+"""The repository root (examples/, benchmarks/, notebooks/ live there)."""
+
+FIXED = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+"""The instant :func:`make_memory`'s clock always returns."""
+
+
+class Clock:
+    """A clock the test moves by hand: ``clock.now += timedelta(...)``."""
+
+    def __init__(self, now: datetime = FIXED) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+# -- memories and their archives ---------------------------------------------------------------
+
+
+def make_memory(**overrides: Any) -> ObservationalMemory:
+    """A memory on the scripted ``memory_model()`` with small windows, a fixed clock, no sleeps.
+
+    Keyword arguments replace the defaults whole (``observation={...}`` replaces the
+    observation options, it does not merge into them).
+    """
+    options: dict[str, Any] = {
+        "model": memory_model(),
+        "observation": {"message_tokens": 2_000, "buffer_tokens": False},
+        "reflection": {"observation_tokens": 3_000},
+        "clock": lambda: FIXED,
+        "sleep": lambda s: None,
+    }
+    options.update(overrides)
+    return ObservationalMemory(**options)
+
+
+def archived(memory: ObservationalMemory, thread_id: str) -> list[BaseMessage]:
+    """The messages archived for a thread, oldest first."""
+    return memory.archived_messages(thread_id)
+
+
+def archived_ids(memory: ObservationalMemory, thread_id: str) -> list[str]:
+    """The ids of the messages archived for a thread, oldest first."""
+    return [m.id or "" for m in archived(memory, thread_id)]
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    """Write ``rows`` as a JSON-lines file (the CLI's replay format) and return its path."""
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+# -- a small agent and graph with a tool (the front-door tests) --------------------------------
+
+APP_OPTIONS: dict[str, Any] = {
+    "observation": {"message_tokens": 600, "buffer_tokens": False},
+    "reflection": {"observation_tokens": 500},
+}
+"""Memory options small enough that a few dozen turns observe and reflect."""
+
+
+@tool
+def lookup(query: str) -> str:
+    """Look a query up."""
+    return f"Results for {query}: " + "lorem ipsum " * 15
+
+
+def actor_reply(messages: list[BaseMessage], info: RecordedCall) -> AIMessage | str:
+    """Call the tool on every third user turn, then answer."""
+    last = messages[-1]
+    if isinstance(last, HumanMessage) and "use the tool" in last.text:
+        call = {"name": "lookup", "args": {"query": last.text[:20]}, "id": f"call-{info.index}"}
+        return AIMessage("", tool_calls=[call])
+    return f"Answer {info.index}: noted, " + "and more " * 8
+
+
+def user_turn(i: int) -> str:
+    """User turn ``i``; every third one asks for the tool."""
+    return f"Turn {i}: please use the tool" if i % 3 == 0 else f"Turn {i}: tell me more " * 3
+
+
+def expected_messages(turns: int) -> int:
+    """How many messages ``turns`` user turns produce with :func:`actor_reply`."""
+    return sum(4 if i % 3 == 0 else 2 for i in range(turns))
+
+
+def check_invariants(memory: ObservationalMemory, thread_id: str, window: list[BaseMessage]) -> int:
+    """Every message is archived or in the window, once; no tool pair is split."""
+    window = [m for m in window if m.type != "system"]
+    stored = archived(memory, thread_id)
+    everything = stored + window
+    ids = [m.id for m in everything]
+    assert len(ids) == len(set(ids))
+    for part in (stored, window):
+        calls = {c["id"] for m in part if isinstance(m, AIMessage) for c in m.tool_calls}
+        results = {m.tool_call_id for m in part if isinstance(m, ToolMessage)}
+        assert results <= calls, "a tool result was separated from its call"
+    assert not isinstance(window[0], ToolMessage)
+    return len(everything)
+
+
+def build_agent(memory: ObservationalMemory, actor: FunctionChatModel) -> Any:
+    """A ``create_agent`` agent with the lookup tool and the memory middleware."""
+    return create_agent(
+        actor,
+        [lookup],
+        middleware=[ObservationalMemoryMiddleware(memory)],
+        checkpointer=memory.checkpointer,
+        store=memory.store,
+    )
+
+
+def build_graph(memory: ObservationalMemory, actor: FunctionChatModel) -> Any:
+    """A hand-built model/tools ``StateGraph`` with memory added by ``add_observational_memory``."""
+    llm = actor.bind_tools([lookup])
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", lambda s: {"messages": [llm.invoke(s["messages"])]})
+    builder.add_node("tools", ToolNode([lookup]))
+    builder.add_edge(START, "model")
+    builder.add_conditional_edges("model", tools_condition, {"tools": "tools", END: END})
+    builder.add_edge("tools", "model")
+    add_observational_memory(builder, memory)
+    return builder.compile(checkpointer=memory.checkpointer, store=memory.store)

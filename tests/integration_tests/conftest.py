@@ -1,0 +1,43 @@
+"""Integration tests: loopback only. Connecting elsewhere or resolving a remote name fails."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+_real_getaddrinfo = socket.getaddrinfo
+
+
+class NetworkBlockedError(RuntimeError):
+    """A test tried to resolve a non-loopback host name."""
+
+
+def _is_offline_host(host: Any) -> bool:
+    if host is None:
+        return True
+    name = host.decode() if isinstance(host, bytes) else str(host)
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        return False
+    return True  # an IP literal needs no DNS; pytest-socket's allow_hosts guards connect()
+
+
+def _loopback_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+    if not _is_offline_host(host):
+        msg = f"tests are offline: resolving {host!r} is blocked (only loopback is allowed)"
+        raise NetworkBlockedError(msg)
+    return _real_getaddrinfo(host, *args, **kwargs)
+
+
+@pytest.fixture(autouse=True)
+def _no_remote_name_resolution(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Resolve only loopback names and IP literals (pytest-socket leaves DNS open here)."""
+    monkeypatch.setattr(socket, "getaddrinfo", _loopback_getaddrinfo)
+    yield
