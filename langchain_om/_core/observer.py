@@ -290,7 +290,9 @@ def _clean_observations(lines: Sequence[str], *, lists_only: bool) -> str:
     return "\n".join(out)
 
 
-def parse_observer_output(text: str, *, extractor_slugs: Sequence[str] = ()) -> ObserverOutput:
+def parse_observer_output(
+    text: str, *, extractor_slugs: Sequence[str] = (), source: str | None = None
+) -> ObserverOutput:
     """Read an Observer (or Reflector) answer; never raises.
 
     A repetition loop gives ``degenerate=True`` and no observations. Inline extractor sections
@@ -298,9 +300,14 @@ def parse_observer_output(text: str, *, extractor_slugs: Sequence[str] = ()) -> 
     a line start (several are joined); without any, list lines and ``Date:`` headers of the
     remaining text are kept. Lines are capped at :data:`MAX_LINE_CHARS` and top-level lines
     ordered by time within each date (:func:`order_lines_by_time`).
+
+    ``source`` is the text the answer was written from (the Observer's rendered input): a
+    repeated line that the source repeats as often is faithful, not a loop (see
+    :func:`~langchain_om._core.degenerate.find_loop`). Never pass the log as the source of a
+    reflection.
     """
     raw = text
-    if is_degenerate(raw):
+    if is_degenerate(raw, source=source):
         return ObserverOutput("", None, None, None, {}, True, raw)
     slugs = [s for s in dict.fromkeys(extractor_slugs) if s and s not in BUILTIN_SECTIONS]
     all_tags = [*BUILTIN_SECTIONS, *slugs]
