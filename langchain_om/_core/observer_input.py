@@ -26,6 +26,8 @@ from langchain_core.messages import (
 )
 
 from langchain_om._core.dates import format_date, format_time, message_time, to_zone
+from langchain_om._core.markup import MEMORY_TAGS, neutralise
+from langchain_om._core.render import MEMORY_OPENINGS
 from langchain_om._core.truncation import cut_to_tokens
 from langchain_om._core.types import OM_META_KEY
 
@@ -172,8 +174,13 @@ class _Writer:
     """Accumulates the Observer's view of a batch of messages."""
 
     def __init__(
-        self, max_tokens: int, count: Callable[[str], int], policy: AttachmentPolicy
+        self,
+        max_tokens: int,
+        count: Callable[[str], int],
+        policy: AttachmentPolicy,
+        tags: Sequence[str] = MEMORY_TAGS,
     ) -> None:
+        self.tags = tuple(tags)
         self.max_tokens = max_tokens
         self.count = count
         self.policy = policy
@@ -207,6 +214,7 @@ class _Writer:
 
     def emit(self, head: str, body: str) -> None:
         self._open_day()
+        body = neutralise(body, tags=self.tags, openings=MEMORY_OPENINGS)
         rows = [row.rstrip() for row in body.splitlines() if row.strip()]
         if not rows:
             self.lines.append(f"{head}:" if head else "")
@@ -304,6 +312,7 @@ def format_messages_for_observer(
     count: Callable[[str], int],
     now: datetime,
     observe_attachments: AttachmentPolicy = True,
+    extra_tags: Sequence[str] = (),
 ) -> FormattedHistory:
     """Render messages as the dated text lines the Observer reads.
 
@@ -316,11 +325,18 @@ def format_messages_for_observer(
         observe_attachments: Which image/file parts to forward: ``True``/``"auto"`` all,
             ``False`` none, or a case-sensitive MIME allowlist (``"image/*"``, ``"*"``).
             Placeholders are shown either way.
+        extra_tags: Section tags besides the memory's own (extractor slugs) to neutralise.
+
+    Message text is neutralised (:func:`~langchain_om._core.markup.neutralise`): section
+    tags, ``Date:`` and the memory preamble's wording at a line start get a backslash, so a
+    message cannot forge or close the Observer's sections or headers.
 
     Returns:
         The text, the attachments to forward and the ids of the rendered messages.
     """
-    writer = _Writer(tool_result_max_tokens, count, observe_attachments)
+    writer = _Writer(
+        tool_result_max_tokens, count, observe_attachments, (*MEMORY_TAGS, *extra_tags)
+    )
     results: dict[str, list[int]] = {}
     for index, message in enumerate(messages):
         if isinstance(message, ToolMessage):

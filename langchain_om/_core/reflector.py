@@ -26,6 +26,7 @@ from typing import Literal
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_om._core.degenerate import is_degenerate
+from langchain_om._core.markup import neutralise
 from langchain_om._core.observer import OBSERVATION_FORMAT_GUIDE, ObserverOutput
 from langchain_om._core.types import ObservationGroup, OMRecord
 from langchain_om.errors import ReflectorOutputError
@@ -202,7 +203,8 @@ def build_reflector_messages(
         system += "\n\n## Custom Instructions\n\n" + instruction.strip()
 
     level = _clamp_level(level)
-    parts = ["## Observations to Condense", observations.strip(), "---", "## Your Task"]
+    log = neutralise(observations.strip(), dates=False)
+    parts = ["## Observations to Condense", log, "---", "## Your Task"]
     task = (
         "Rewrite the observations above as one consolidated log, following your instructions. "
         f"Keep the result under about {max(target_tokens, 0)} tokens."
