@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (recorded texts keep their real line lengths)
 """Recorded model replies and inputs used by the integrity tests.
 
 The loops reproduce what small local models wrote on real runs (the Caroline loop is the one
@@ -294,3 +295,17 @@ Date: Nov 6, 2026
 * 🔴 (10:03) Rua do Heroísmo flat (1,390 EUR, 3 rooms for partner Inês): viewing Nov 10, 2026 at 17:00.
 * 🔴 (10:07) Upfront max 3,000 EUR; 1 month deposit proposed to Casa Invicta."""
 """A level-4 compression: two busy days, quiet Nov 4 folded into Nov 6."""
+
+
+VAGUE_MOVE = """\
+Date: Nov 2, 2026
+* 🔴 (09:12) User is relocating to a new city for work and has been looking at flats with the assistant in several areas, with a monthly budget in mind.
+* 🟡 (09:30) Assistant searched the usual listing sites and shared a number of options that seemed to fit what the user wanted.
+
+Date: Nov 4, 2026
+* 🔴 (18:03) The user's household situation changed, so the requirements for the flat changed as well and the search was repeated.
+* ✅ (18:16) A flat the user liked was found and the assistant contacted the agency about it.
+
+Date: Nov 6, 2026
+* 🔴 (10:03) A viewing was arranged and the user discussed the upfront costs and the deposit with the assistant, who sent a proposal."""
+"""A reflection of LOG_MOVE that keeps the days and marks but none of the specifics."""

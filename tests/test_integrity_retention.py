@@ -20,18 +20,6 @@ def _without(text: str, pattern: str) -> str:
     return "\n".join(line for line in text.splitlines() if not re.search(pattern, line))
 
 
-VAGUE = """\
-Date: Nov 2, 2026
-* 🔴 (09:12) User is relocating to a new city for work and has been looking at flats with the assistant in several areas, with a monthly budget in mind.
-* 🟡 (09:30) Assistant searched the usual listing sites and shared a number of options that seemed to fit what the user wanted.
-
-Date: Nov 4, 2026
-* 🔴 (18:03) The user's household situation changed, so the requirements for the flat changed as well and the search was repeated.
-* ✅ (18:16) A flat the user liked was found and the assistant contacted the agency about it.
-
-Date: Nov 6, 2026
-* 🔴 (10:03) A viewing was arranged and the user discussed the upfront costs and the deposit with the assistant, who sent a proposal."""
-
 LOOPING_REFLECTION = "Date: Nov 6, 2026\n" + "\n".join(
     f"* 🔴 (10:{i:02d}) User is moving to Porto and has a viewing on Nov 10, 2026."
     for i in range(12)
@@ -86,7 +74,7 @@ TABLE: list[tuple[str, str, str, bool, str | None]] = [
         False,
         "lost-priorities",
     ),
-    ("vague summary", ex.LOG_MOVE, VAGUE, False, "lost-facts"),
+    ("vague summary", ex.LOG_MOVE, ex.VAGUE_MOVE, False, "lost-facts"),
     ("looping", ex.LOG_MOVE, LOOPING_REFLECTION, False, "degenerate"),
     ("empty", ex.LOG_MOVE, "  \n", False, "empty"),
     ("bigger than the log", ex.LOG_MOVE, ex.LOG_MOVE + "\n* 🟡 (10:30) more", False, "not-smaller"),
@@ -126,9 +114,9 @@ def test_the_honest_compressions_are_3_to_6_times_smaller(log: str, reflection: 
 def test_the_vague_summary_keeps_the_dates_and_marks_but_not_the_facts() -> None:
     verdict = check_reflection(
         ex.LOG_MOVE,
-        VAGUE,
+        ex.VAGUE_MOVE,
         input_tokens=COUNT(ex.LOG_MOVE),
-        output_tokens=COUNT(VAGUE),
+        output_tokens=COUNT(ex.VAGUE_MOVE),
         target_tokens=COUNT(ex.LOG_MOVE),
     )
     assert verdict.kept_days == verdict.days == 3
@@ -196,7 +184,7 @@ def test_when_every_level_fails_the_ladder_says_why() -> None:
     ladder = _ladder(ex.LOG_MOVE)
     script = [
         _out("* 🟡 (10:00) ok"),
-        _out(VAGUE),
+        _out(ex.VAGUE_MOVE),
         _out(LOOPING_REFLECTION),
         _out(_without(ex.LOG_MOVE_REFLECTED, r"^Date:")),
     ]
