@@ -205,7 +205,9 @@ def test_when_every_level_fails_the_ladder_says_why() -> None:
 
 
 def test_a_reflection_larger_than_its_input_is_never_committed() -> None:
-    ladder = ReflectionLadder(start_level=1, target_tokens=100, input_tokens=500, max_attempts=1)
+    ladder = ReflectionLadder(
+        start_level=1, target_tokens=100, input_tokens=500, max_attempts=1, input_text="x"
+    )
     assert ladder.record(1, _out(ex.LOG_MOVE), 300_000) == "not_smaller"
     assert ladder.failure() is not None
     with pytest.raises(ReflectorOutputError) as info:

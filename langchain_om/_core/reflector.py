@@ -316,8 +316,8 @@ class ReflectionLadder:
     there. The ladder stops at the first attempt whose output fits (``tokens <
     target_tokens``) or after ``max_attempts`` calls.
 
-    An attempt may replace the log only when it is non-empty, not a loop, and smaller than
-    its input. Given ``input_text`` (the log being condensed), every attempt must also pass
+    An attempt may replace the log only when it is non-empty and not a loop. Given
+    ``input_text`` (the log being condensed), it must also be smaller than its input and pass
     the retention check (:func:`~langchain_om._core.retention.check_reflection`): a one-line
     reply, a reflection that drops every date or every 🔴 line, or keeps too few of the log's
     facts, is ``unfaithful``. An empty reflection can never replace a non-empty log.
@@ -371,7 +371,7 @@ class ReflectionLadder:
             verdict, reason = "degenerate", "degenerate"
         elif not output.observations.strip():
             verdict, reason = "empty", "empty"
-        elif tokens >= self.input_tokens > 0:
+        elif self.input_text is not None and tokens >= self.input_tokens > 0:
             verdict, reason = "not_smaller", "not-smaller"
         else:
             verdict = "fits" if tokens < self.target_tokens else "too_big"
