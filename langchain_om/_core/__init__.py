@@ -10,4 +10,12 @@ Modules:
     degenerate: detection of repetition loops in model output.
     render: the memory context the agent's model sees.
     thresholds: threshold and activation arithmetic.
+    window: where the message window may be cut (tool calls, pending calls, batch splits).
+    acceptance: whether an Observer reply holds real observations (reason codes).
+    retention: whether a reflection kept the substance of its log.
+    markup: reversible neutralisation of the memory's own markup in foreign text.
+    oversize: head-and-tail view of messages too large for the Observer.
+    labels: thread/resource ids as store namespace labels.
+    sanitize: NUL and lone surrogates replaced for storage.
+    backoff: damping failed cycles across turns.
 """
