@@ -88,11 +88,17 @@ class ObserverOutputError(ObservationalMemoryError):
 
 
 class ReflectorOutputError(ObservationalMemoryError):
-    """Raised when the Reflector's output is unusable (empty or degenerate on every attempt)."""
+    """Raised when the Reflector's output is unusable on every attempt.
 
-    def __init__(self, message: str, *, raw: str = "") -> None:
+    ``reason`` is the reason code of the last rejected attempt (``empty``, ``degenerate``,
+    ``not-smaller``, ``too-small``, ``lost-dates``, ``lost-priorities``, ``lost-facts``), or
+    ``None`` when unknown.
+    """
+
+    def __init__(self, message: str, *, raw: str = "", reason: str | None = None) -> None:
         super().__init__(message)
         self.raw = raw
+        self.reason = reason
 
 
 class CycleFailedError(ObservationalMemoryError):

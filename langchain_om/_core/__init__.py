@@ -7,7 +7,7 @@ Modules:
     media_tokens: token estimates for images and files.
     dates: date formatting, relative-time helpers and message timestamps.
     temporal: time-gap reminders between messages.
-    window: safe cut points of a message window (a tool call stays with its results).
+    window: where the message window may be cut (tool calls, pending calls, batch splits).
     thresholds: threshold, buffering and activation arithmetic.
     observer_input: how messages are shown to the Observer.
     observer_prompts: the Observer's instructions.
@@ -17,4 +17,11 @@ Modules:
     degenerate: detection of repetition loops in model output.
     render: the memory context the agent's model sees.
     recall: rendering, paging and budgeting of recall results, and recall guidance.
+    acceptance: whether an Observer reply holds real observations (reason codes).
+    retention: whether a reflection kept the substance of its log.
+    markup: reversible neutralisation of the memory's own markup in foreign text.
+    oversize: head-and-tail view of messages too large for the Observer.
+    labels: thread/resource ids as store namespace labels.
+    sanitize: NUL and lone surrogates replaced for storage.
+    backoff: damping failed cycles across turns.
 """

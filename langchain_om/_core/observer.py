@@ -23,6 +23,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_om._core.dates import format_date, parse_date_header
 from langchain_om._core.degenerate import is_degenerate
+from langchain_om._core.markup import neutralise
 from langchain_om._core.observer_input import FormattedHistory
 from langchain_om._core.observer_prompts import OBSERVER_SYSTEM_PROMPT
 from langchain_om._core.truncation import TruncatedObservations
@@ -34,6 +35,8 @@ __all__ = [
     "build_observer_messages",
     "order_lines_by_time",
     "parse_observer_output",
+    "split_sections",
+    "tag_name",
 ]
 
 MAX_LINE_CHARS = 10_000
@@ -96,7 +99,7 @@ def build_observer_messages(
     if previous is not None and previous.text.strip():
         sections.append(
             "## Previous Observations\n\n"
-            f"{previous.text.strip()}\n\n"
+            f"{neutralise(previous.text.strip(), dates=False)}\n\n"
             "These are already recorded. Do not repeat them: your new observations will be "
             "appended after them."
         )
@@ -218,33 +221,97 @@ _TOP_LEVEL = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])\s")
 _LINE_TIME = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])\s+(?:[^\s(]{1,4}\s*)?\((\d{1,2}):(\d{2})\)")
 
 
-def _open_re(tag: str) -> re.Pattern[str]:
-    return re.compile(rf"^[ \t]*<{re.escape(tag)}\s*>", re.MULTILINE)
+_TAG_AT_LINE_START = re.compile(r"^<(/?)([A-Za-z][\w-]*)\s*>")
 
 
-def _take_sections(text: str, tag: str, stop: re.Pattern[str]) -> tuple[list[str], str]:
-    """Contents of every ``<tag>`` section opened at a line start, and the text without them.
+def tag_name(name: str) -> str:
+    """A section tag's canonical name: case-folded, ``_`` read as ``-``."""
+    return name.strip().lower().replace("_", "-")
 
-    An unclosed section runs to the next known section opening, or to the end.
+
+def _tag_at(line: str, known: frozenset[str]) -> tuple[bool, str, int] | None:
+    """``(closing, name, end)`` of a known section tag that opens ``line``, or ``None``.
+
+    Only a tag at the very start of the line counts: indented or quoted tags are content.
     """
-    opening = _open_re(tag)
-    closing = re.compile(rf"</{re.escape(tag)}\s*>")
-    found: list[str] = []
-    kept: list[str] = []
-    pos = 0
-    while (match := opening.search(text, pos)) is not None:
-        start = match.end()
-        close = closing.search(text, start)
-        if close is not None:
-            end_content, end = close.start(), close.end()
-        else:
-            nxt = stop.search(text, start)
-            end_content = end = nxt.start() if nxt is not None else len(text)
-        found.append(text[start:end_content])
-        kept.append(text[pos : match.start()])
-        pos = end
-    kept.append(text[pos:])
-    return found, "".join(kept)
+    match = _TAG_AT_LINE_START.match(line)
+    if match is None:
+        return None
+    name = tag_name(match.group(2))
+    if name not in known:
+        return None
+    return match.group(1) == "/", name, match.end()
+
+
+def _strip_trailing_close(line: str, name: str) -> str | None:
+    """``line`` without a closing ``</name>`` that ends it, or ``None`` if it does not."""
+    match = re.search(r"</([A-Za-z][\w-]*)\s*>\s*$", line)
+    if match is None or tag_name(match.group(1)) != name:
+        return None
+    return line[: match.start()]
+
+
+def split_sections(text: str, tags: Sequence[str]) -> tuple[list[tuple[str, str]], str]:
+    """Read ``text`` as a line protocol: its top-level sections, and the text outside them.
+
+    A section opens with ``<tag>`` at the very start of a line (case-insensitive, ``_`` or
+    ``-``) and closes with ``</tag>`` at the start of a later line, or at the end of its
+    opening line (``<thread-title>Trip</thread-title>``). A section without a closing line
+    runs to the next line that opens a known section, or to the end (a ``</tag>`` ending its
+    last line is dropped). Tags anywhere else, including opening tags of other sections inside
+    a closed section, are content.
+
+    Returns:
+        ``[(tag, content), ...]`` in order of appearance, and the lines outside every section.
+    """
+    known = frozenset(tag_name(t) for t in tags)
+    lines = text.split("\n")
+    sections: list[tuple[str, str]] = []
+    rest: list[str] = []
+    i, n = 0, len(lines)
+    while i < n:
+        found = _tag_at(lines[i], known)
+        if found is None or found[0]:
+            if found is None:
+                rest.append(lines[i])
+            i += 1
+            continue
+        _, name, end = found
+        first = lines[i][end:]
+        single = _strip_trailing_close(first, name)
+        if single is not None:
+            sections.append((name, single))
+            i += 1
+            continue
+        close = next(
+            (
+                j
+                for j in range(i + 1, n)
+                if (t := _tag_at(lines[j], known)) is not None and t[0] and t[1] == name
+            ),
+            None,
+        )
+        body = [first] if first.strip() else []
+        if close is None:
+            close = next(
+                (
+                    j
+                    for j in range(i + 1, n)
+                    if (t := _tag_at(lines[j], known)) is not None and not t[0]
+                ),
+                n,
+            )
+            chunk = lines[i + 1 : close]
+            while chunk and not chunk[-1].strip():
+                chunk.pop()
+            if chunk and (last := _strip_trailing_close(chunk[-1], name)) is not None:
+                chunk[-1] = last
+            sections.append((name, "\n".join(body + chunk)))
+            i = close
+            continue
+        sections.append((name, "\n".join(body + lines[i + 1 : close])))
+        i = close + 1
+    return sections, "\n".join(rest)
 
 
 def _cap(line: str) -> str:
@@ -274,7 +341,7 @@ def _clean_observations(lines: Sequence[str], *, lists_only: bool) -> str:
         line = raw.rstrip()
         if not line.strip() or line.lstrip().startswith("```") or _LONE_TAG.match(line):
             continue
-        header = parse_date_header(line.strip().strip("*#_ ").strip())
+        header = None if line[:1] in (" ", "\t") else parse_date_header(line.strip("*#_ ").strip())
         if header is not None:
             if out:
                 out.append("")
@@ -286,34 +353,43 @@ def _clean_observations(lines: Sequence[str], *, lists_only: bool) -> str:
     return "\n".join(out)
 
 
-def parse_observer_output(text: str, *, extractor_slugs: Sequence[str] = ()) -> ObserverOutput:
+def parse_observer_output(
+    text: str, *, extractor_slugs: Sequence[str] = (), source: str | None = None
+) -> ObserverOutput:
     """Read an Observer (or Reflector) answer; never raises.
 
-    A repetition loop gives ``degenerate=True`` and no observations. Inline extractor sections
-    are read and removed first, then the hint sections. ``<observations>`` blocks must open at
-    a line start (several are joined); without any, list lines and ``Date:`` headers of the
-    remaining text are kept. Lines are capped at :data:`MAX_LINE_CHARS` and top-level lines
+    A repetition loop gives ``degenerate=True`` and no observations. The answer is read as a
+    line protocol (:func:`split_sections`): section tags open and close only at the start of a
+    line, case-insensitively, and a tag quoted inside a line, or inside another closed section,
+    is content; so the current task comes from the Observer's own ``<current-task>`` section,
+    never from text quoted in an observation. Several ``<observations>`` blocks are joined;
+    without any, list lines and ``Date:`` headers outside every section are kept. A ``Date:``
+    header counts only unindented. Lines are capped at :data:`MAX_LINE_CHARS` and top-level lines
     ordered by time within each date (:func:`order_lines_by_time`).
+
+    ``source`` is the text the answer was written from (the Observer's rendered input): a
+    repeated line that the source repeats as often is faithful, not a loop (see
+    :func:`~langchain_om._core.degenerate.find_loop`). Never pass the log as the source of a
+    reflection.
     """
     raw = text
-    if is_degenerate(raw):
+    if is_degenerate(raw, source=source):
         return ObserverOutput("", None, None, None, {}, True, raw)
-    slugs = [s for s in dict.fromkeys(extractor_slugs) if s and s not in BUILTIN_SECTIONS]
-    all_tags = [*BUILTIN_SECTIONS, *slugs]
-    stop = re.compile(
-        r"^[ \t]*<(?:" + "|".join(re.escape(t) for t in all_tags) + r")\s*>", re.MULTILINE
-    )
-    rest = raw
+    slugs = [
+        t for t in dict.fromkeys(tag_name(s) for s in extractor_slugs) if t not in BUILTIN_SECTIONS
+    ]
+    sections, rest = split_sections(raw, [*BUILTIN_SECTIONS, *slugs])
+    found: dict[str, list[str]] = {}
+    for name, content in sections:
+        found.setdefault(name, []).append(content)
     extracted: dict[str, str] = {}
     for slug in slugs:
-        values, rest = _take_sections(rest, slug, stop)
-        value = _hint(values)
+        value = _hint(found.get(slug, []))
         if value is not None:
             extracted[slug] = value
-    hints: dict[str, list[str]] = {}
-    for tag in ("current-task", "suggested-response", "thread-title"):
-        hints[tag], rest = _take_sections(rest, tag, stop)
-    blocks, rest = _take_sections(rest, "observations", stop)
+    hints = {tag: found.get(tag, []) for tag in ("current-task", "suggested-response")}
+    hints["thread-title"] = found.get("thread-title", [])
+    blocks = found.get("observations", [])
     if blocks:
         observations = _clean_observations("\n".join(blocks).splitlines(), lists_only=False)
     else:

@@ -26,6 +26,9 @@ from langchain_core.messages import (
 )
 
 from langchain_om._core.dates import format_date, format_time, message_time, to_zone
+from langchain_om._core.markup import MEMORY_TAGS, neutralise
+from langchain_om._core.oversize import clip_middle
+from langchain_om._core.render import MEMORY_OPENINGS
 from langchain_om._core.truncation import cut_to_tokens
 from langchain_om._core.types import OM_META_KEY
 
@@ -172,8 +175,15 @@ class _Writer:
     """Accumulates the Observer's view of a batch of messages."""
 
     def __init__(
-        self, max_tokens: int, count: Callable[[str], int], policy: AttachmentPolicy
+        self,
+        max_tokens: int,
+        count: Callable[[str], int],
+        policy: AttachmentPolicy,
+        tags: Sequence[str] = MEMORY_TAGS,
+        message_max_tokens: int | None = None,
     ) -> None:
+        self.tags = tuple(tags)
+        self.message_max_tokens = message_max_tokens
         self.max_tokens = max_tokens
         self.count = count
         self.policy = policy
@@ -207,6 +217,7 @@ class _Writer:
 
     def emit(self, head: str, body: str) -> None:
         self._open_day()
+        body = neutralise(body, tags=self.tags, openings=MEMORY_OPENINGS)
         rows = [row.rstrip() for row in body.splitlines() if row.strip()]
         if not rows:
             self.lines.append(f"{head}:" if head else "")
@@ -214,6 +225,12 @@ class _Writer:
         first = f"{head}: {rows[0]}" if head else rows[0]
         self.lines.append(first)
         self.lines.extend(f"  {row}" for row in rows[1:])
+
+    def fit(self, text: str) -> str:
+        """A message body within ``message_max_tokens``: head and tail around a cut note."""
+        if self.message_max_tokens is None:
+            return text
+        return clip_middle(text, self.message_max_tokens, self.count).text
 
     def attachment(self, block: dict[str, Any]) -> str:
         kind = str(block.get("type"))
@@ -304,6 +321,8 @@ def format_messages_for_observer(
     count: Callable[[str], int],
     now: datetime,
     observe_attachments: AttachmentPolicy = True,
+    extra_tags: Sequence[str] = (),
+    message_max_tokens: int | None = None,
 ) -> FormattedHistory:
     """Render messages as the dated text lines the Observer reads.
 
@@ -316,11 +335,25 @@ def format_messages_for_observer(
         observe_attachments: Which image/file parts to forward: ``True``/``"auto"`` all,
             ``False`` none, or a case-sensitive MIME allowlist (``"image/*"``, ``"*"``).
             Placeholders are shown either way.
+        extra_tags: Section tags besides the memory's own (extractor slugs) to neutralise.
+        message_max_tokens: Message text (and reasoning) longer than this is shown as its
+            head and tail around a note of how many tokens were cut
+            (:func:`~langchain_om._core.oversize.clip_middle`); ``None`` keeps it whole.
+
+    Message text is neutralised (:func:`~langchain_om._core.markup.neutralise`): section
+    tags, ``Date:`` and the memory preamble's wording at a line start get a backslash, so a
+    message cannot forge or close the Observer's sections or headers.
 
     Returns:
         The text, the attachments to forward and the ids of the rendered messages.
     """
-    writer = _Writer(tool_result_max_tokens, count, observe_attachments)
+    writer = _Writer(
+        tool_result_max_tokens,
+        count,
+        observe_attachments,
+        (*MEMORY_TAGS, *extra_tags),
+        message_max_tokens,
+    )
     results: dict[str, list[int]] = {}
     for index, message in enumerate(messages):
         if isinstance(message, ToolMessage):
@@ -347,9 +380,9 @@ def format_messages_for_observer(
             writer.emit("", "\n".join(body))
             continue
         for thought in reasoning:
-            writer.emit(f"Reasoning{writer.stamp(when)}", thought)
+            writer.emit(f"Reasoning{writer.stamp(when)}", writer.fit(thought))
         if "".join(body).strip():
-            writer.emit(f"{_role(message)}{writer.stamp(when)}", "\n".join(body))
+            writer.emit(f"{_role(message)}{writer.stamp(when)}", writer.fit("\n".join(body)))
         if not isinstance(message, AIMessage):
             continue
         for call in message.tool_calls:

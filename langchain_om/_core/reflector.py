@@ -26,8 +26,10 @@ from typing import Literal
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_om._core.degenerate import is_degenerate
+from langchain_om._core.markup import neutralise
 from langchain_om._core.observer import ObserverOutput
 from langchain_om._core.observer_prompts import OBSERVATION_FORMAT_GUIDE
+from langchain_om._core.retention import RetentionReason, check_reflection
 from langchain_om._core.types import ObservationGroup, OMRecord
 from langchain_om.errors import ReflectorOutputError
 
@@ -38,6 +40,7 @@ __all__ = [
     "REFLECTOR_SYSTEM_PROMPT",
     "BUFFERED_REFLECTION_TARGET_RATIO",
     "AttemptVerdict",
+    "LadderFailure",
     "LadderResult",
     "ReflectionAttempt",
     "ReflectionLadder",
@@ -203,7 +206,8 @@ def build_reflector_messages(
         system += "\n\n## Custom Instructions\n\n" + instruction.strip()
 
     level = _clamp_level(level)
-    parts = ["## Observations to Condense", observations.strip(), "---", "## Your Task"]
+    log = neutralise(observations.strip(), dates=False)
+    parts = ["## Observations to Condense", log, "---", "## Your Task"]
     task = (
         "Rewrite the observations above as one consolidated log, following your instructions. "
         f"Keep the result under about {max(target_tokens, 0)} tokens."
@@ -230,7 +234,8 @@ def _clamp_level(level: int) -> int:
 # Compression ladder
 # --------------------------------------------------------------------------------------------
 
-AttemptVerdict = Literal["fits", "too_big", "empty", "degenerate"]
+AttemptVerdict = Literal["fits", "too_big", "empty", "degenerate", "not_smaller", "unfaithful"]
+"""How the ladder judged one attempt. Only ``fits`` and ``too_big`` may replace the log."""
 
 
 @dataclass(frozen=True)
@@ -242,10 +247,14 @@ class ReflectionAttempt:
     tokens: int
     """Tokens of ``output.observations``."""
     verdict: AttemptVerdict
+    reason: RetentionReason | None = None
+    """Why an attempt was rejected (a retention reason code), ``None`` if usable."""
+    retention: float | None = None
+    """Share of the log's key facts the attempt kept (``None`` without the log's text)."""
 
     @property
     def usable(self) -> bool:
-        """Whether this attempt may replace the log (non-empty and not degenerate)."""
+        """Whether this attempt may replace the log (smaller, non-empty, faithful, no loop)."""
         return self.verdict in ("fits", "too_big")
 
 
@@ -264,6 +273,8 @@ class LadderResult:
     """The parsed Reflector output (``suggested_response``, extracted values, raw text)."""
     attempts: int
     """How many Reflector calls were made."""
+    retention: float | None = None
+    """Share of the log's key facts the chosen attempt kept (``None`` without the log)."""
 
     @property
     def suggested_response(self) -> str | None:
@@ -271,15 +282,46 @@ class LadderResult:
         return self.output.suggested_response
 
 
+@dataclass(frozen=True)
+class LadderFailure:
+    """Why no attempt may replace the log (the previous generation stays)."""
+
+    reason: str
+    """Reason code of the last rejected attempt: a retention reason (``empty``,
+    ``degenerate``, ``not-smaller``, ``too-small``, ``lost-dates``, ``lost-priorities``,
+    ``lost-facts``), or ``no-attempts``."""
+    reasons: tuple[str, ...]
+    """The reason code of every attempt, in order."""
+    retention: float | None
+    """The best retention figure among the attempts (``None`` when none was measured)."""
+    attempts: int
+    raw: str
+    """The last attempt's raw text."""
+
+    @property
+    def message(self) -> str:
+        """A one-line explanation (no log text)."""
+        listed = ", ".join(self.reasons) or "no attempts"
+        return (
+            f"the Reflector produced no usable observations ({listed}); "
+            "the observation log was left unchanged"
+        )
+
+
 @dataclass
 class ReflectionLadder:
     """State machine of one reflection: which level to try next, and which result to keep.
 
-    Levels escalate by one after every failed attempt (too big, empty or degenerate) and stay
-    at :data:`MAX_COMPRESSION_LEVEL` once there. The ladder stops at the first attempt whose
-    output fits (``tokens < target_tokens``) or after ``max_attempts`` calls. An empty or
-    degenerate output is never a candidate, so an empty reflection can never replace a
-    non-empty log.
+    Levels escalate by one after every failed attempt (too big, empty, degenerate, not
+    smaller than the input, or unfaithful) and stay at :data:`MAX_COMPRESSION_LEVEL` once
+    there. The ladder stops at the first attempt whose output fits (``tokens <
+    target_tokens``) or after ``max_attempts`` calls.
+
+    An attempt may replace the log only when it is non-empty and not a loop. Given
+    ``input_text`` (the log being condensed), it must also be smaller than its input and pass
+    the retention check (:func:`~langchain_om._core.retention.check_reflection`): a one-line
+    reply, a reflection that drops every date or every 🔴 line, or keeps too few of the log's
+    facts, is ``unfaithful``. An empty reflection can never replace a non-empty log.
     """
 
     start_level: int
@@ -287,6 +329,8 @@ class ReflectionLadder:
     input_tokens: int
     max_attempts: int = MAX_ATTEMPTS
     attempts: list[ReflectionAttempt] = field(default_factory=list)
+    input_text: str | None = None
+    """The log being condensed; enables the retention check."""
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
@@ -322,16 +366,45 @@ class ReflectionLadder:
         if self.done:
             raise ValueError("the reflection ladder is done; no further attempt is expected")
         verdict: AttemptVerdict
+        reason: RetentionReason | None = None
+        retention: float | None = None
         if output.degenerate or is_degenerate(output.observations):
-            verdict = "degenerate"
+            verdict, reason = "degenerate", "degenerate"
         elif not output.observations.strip():
-            verdict = "empty"
-        elif tokens < self.target_tokens:
-            verdict = "fits"
+            verdict, reason = "empty", "empty"
+        elif self.input_text is not None and tokens >= self.input_tokens > 0:
+            verdict, reason = "not_smaller", "not-smaller"
         else:
-            verdict = "too_big"
-        self.attempts.append(ReflectionAttempt(_clamp_level(level), output, tokens, verdict))
+            verdict = "fits" if tokens < self.target_tokens else "too_big"
+            if self.input_text is not None:
+                check = check_reflection(
+                    self.input_text,
+                    output.observations,
+                    input_tokens=self.input_tokens,
+                    output_tokens=tokens,
+                    target_tokens=self.target_tokens,
+                )
+                retention = check.retention
+                if not check.accepted:
+                    verdict, reason = "unfaithful", check.reason
+        self.attempts.append(
+            ReflectionAttempt(_clamp_level(level), output, tokens, verdict, reason, retention)
+        )
         return verdict
+
+    def failure(self) -> LadderFailure | None:
+        """Why no attempt is usable, or ``None`` when :meth:`result` has a candidate."""
+        if any(a.usable for a in self.attempts):
+            return None
+        reasons = tuple(a.reason or a.verdict for a in self.attempts)
+        measured = [a.retention for a in self.attempts if a.retention is not None]
+        return LadderFailure(
+            reason=reasons[-1] if reasons else "no-attempts",
+            reasons=reasons,
+            retention=max(measured) if measured else None,
+            attempts=len(self.attempts),
+            raw=self.attempts[-1].output.raw if self.attempts else "",
+        )
 
     def result(self) -> LadderResult:
         """The candidate to commit: the first that fits, else the smallest usable one.
@@ -339,23 +412,17 @@ class ReflectionLadder:
         Ties between equally small candidates go to the earliest (least compressed) one.
 
         Raises:
-            ReflectorOutputError: no attempt produced a usable (non-empty, non-degenerate)
-                log; ``raw`` holds the last output.
+            ReflectorOutputError: no attempt produced a usable log; ``raw`` holds the last
+                output and ``reason`` the reason code (see :meth:`failure`).
         """
+        failed = self.failure()
+        if failed is not None:
+            raise ReflectorOutputError(failed.message, raw=failed.raw, reason=failed.reason)
         fitting = [a for a in self.attempts if a.verdict == "fits"]
         if fitting:
             chosen = fitting[0]
         else:
-            usable = [a for a in self.attempts if a.usable]
-            if not usable:
-                verdicts = ", ".join(a.verdict for a in self.attempts) or "no attempts"
-                raw = self.attempts[-1].output.raw if self.attempts else ""
-                raise ReflectorOutputError(
-                    f"the Reflector produced no usable observations ({verdicts}); "
-                    "the observation log was left unchanged",
-                    raw=raw,
-                )
-            chosen = min(usable, key=lambda a: a.tokens)
+            chosen = min((a for a in self.attempts if a.usable), key=lambda a: a.tokens)
         return LadderResult(
             text=chosen.output.observations.strip(),
             tokens=chosen.tokens,
@@ -363,6 +430,7 @@ class ReflectionLadder:
             fits=chosen.verdict == "fits",
             output=chosen.output,
             attempts=len(self.attempts),
+            retention=chosen.retention,
         )
 
 

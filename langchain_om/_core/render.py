@@ -12,6 +12,10 @@ message, ordered from most to least stable so provider prompt caches keep workin
 * The hints (``<current-task>``, ``<suggested-response>``) change on every observation, so
   they come last.
 
+Observation and hint text cannot close or forge these blocks: the memory's own markup inside
+it (section tags, the preamble's line openings, group headings, and ``Date:`` line starts in
+hints) is neutralised by :func:`~langchain_om._core.markup.neutralise` as it is rendered.
+
 Relative-time annotations are added at render time (never stored): ``Date:`` headers get a
 relative label, a gap line like ``[2 weeks later]`` separates dates more than a day apart
 (across group boundaries too), resolved dates such as ``(meaning Nov 20, 2026)`` get a
@@ -28,11 +32,13 @@ from datetime import date, datetime
 from langchain_core.messages import SystemMessage
 
 from langchain_om._core.dates import gap_label, parse_date_header, relative_label, to_zone
+from langchain_om._core.markup import line_openings, neutralise
 from langchain_om._core.types import OM_META_KEY, ObservationGroup, OMRecord
 from langchain_om.errors import OMUsageError
 
 __all__ = [
     "MEMORY_MESSAGE_KIND",
+    "MEMORY_OPENINGS",
     "MEMORY_PREAMBLE",
     "RANGES_NOTE",
     "MemoryContext",
@@ -70,6 +76,9 @@ RANGES_NOTE = """\
 Each observation group shows the `_range` of message ids it was written from. When you \
 need the exact original wording, pass one of those ids as the `cursor` of the `recall` tool."""
 """Added to the preamble when group ranges are shown."""
+
+MEMORY_OPENINGS: tuple[str, ...] = line_openings(MEMORY_PREAMBLE, RANGES_NOTE)
+"""Line openings of the preamble; text the memory did not write cannot start a line with them."""
 
 OBSERVATIONS_OPEN = "<observations>"
 OBSERVATIONS_CLOSE = "</observations>"
@@ -157,7 +166,8 @@ def render_memory(
     blocks = [preamble]
     previous: date | None = None
     for index, group in enumerate(groups):
-        body, previous = annotate_relative_time(group["text"].strip(), today, previous)
+        text = neutralise(group["text"].strip(), openings=MEMORY_OPENINGS, dates=False)
+        body, previous = annotate_relative_time(text, today, previous)
         if ranges:
             body = _group_heading(group) + "\n\n" + body
         if index == 0:
@@ -186,10 +196,10 @@ def _group_heading(group: ObservationGroup) -> str:
 def _render_hints(record: OMRecord) -> str:
     hints = record["hints"]
     parts = []
-    task = (hints.get("current_task") or "").strip()
+    task = neutralise((hints.get("current_task") or "").strip(), openings=MEMORY_OPENINGS)
     if task:
         parts.append(f"<current-task>\n{task}\n</current-task>")
-    response = (hints.get("suggested_response") or "").strip()
+    response = neutralise((hints.get("suggested_response") or "").strip(), openings=MEMORY_OPENINGS)
     if response:
         parts.append(f"<suggested-response>\n{response}\n</suggested-response>")
     return "\n\n".join(parts)

@@ -1,0 +1,320 @@
+"""Whether an Observer reply holds real observations, and the reminder for its one retry.
+
+A cycle over a non-empty batch succeeds only when the reply yields at least one well-formed
+observation line: a top-level list line (``* 🟡 (14:30) User booked …``) with at least two words
+of content, that is not a copy of the prompt. :func:`judge_observation` checks, in order:
+
+1. ``empty``: the reply is blank, or holds no observation line and nothing else but tags,
+   ``Date:`` headers and whitespace (an empty ``<observations>`` block, headers only);
+2. ``degenerate``: the reply is a repetition loop (:mod:`.degenerate`);
+3. ``oversized``: the observations are larger than :func:`observation_limit` allows for the
+   batch: more than the batch itself, or more than :data:`OBSERVATION_CAP_FACTOR` times the
+   memory's ``observation_tokens`` (never below :data:`OVERSIZE_FLOOR_TOKENS`);
+4. ``echo``: the reply reproduces the prompt's own instructions, template lines or section
+   headings instead of observing (at least half of its lines, or every candidate line);
+5. ``unparseable``: the reply has text but no well-formed observation line (a refusal, an HTML
+   error page, JSON instead of the tags, prose).
+
+``model-error`` (the call itself failed) is decided by the caller and listed here so every
+reason code has one home. An accepted reply's observations come back without the lines that
+echo the prompt.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from langchain_om._core.dates import parse_date_header
+from langchain_om._core.degenerate import is_degenerate, loop_key
+from langchain_om._core.observer import BUILTIN_SECTIONS, ObserverOutput, split_sections
+from langchain_om._core.observer_prompts import OBSERVER_SYSTEM_PROMPT
+
+__all__ = [
+    "ECHO_SHARE",
+    "OBSERVATION_CAP_FACTOR",
+    "OVERSIZE_FLOOR_TOKENS",
+    "ObservationReason",
+    "ObservationVerdict",
+    "format_reminder",
+    "instruction_text",
+    "judge_observation",
+    "observation_limit",
+    "with_format_reminder",
+]
+
+ObservationReason = Literal[
+    "empty", "unparseable", "echo", "oversized", "degenerate", "model-error"
+]
+"""Why an observation cycle failed."""
+
+OVERSIZE_FLOOR_TOKENS = 256
+"""Observations of a tiny batch may always be this large."""
+
+OBSERVATION_CAP_FACTOR = 2.0
+"""One reply may hold at most this many times ``observation_tokens``."""
+
+ECHO_SHARE = 0.5
+"""A reply whose lines echo the prompt at least this often is an echo."""
+
+_SHINGLE = 4
+_MIN_SHINGLED_WORDS = 6
+_ECHO_OVERLAP = 0.6
+_TOP_LEVEL_ITEM = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])\s+\S")
+_ANY_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+\S")
+_TAG_ONLY = re.compile(r"^\s*</?[A-Za-z][\w-]*\s*/?>\s*$")
+_WORDS = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+_HEADING = re.compile(r"#{1,6}\s*([^#\n]+?)\s*#*\s*$")
+
+
+@dataclass(frozen=True)
+class ObservationVerdict:
+    """The judgement of one Observer reply."""
+
+    accepted: bool
+    reason: ObservationReason | None
+    """Why it was rejected (``None`` when accepted)."""
+    detail: str
+    """A short explanation without any of the reply's text (safe for logs and events)."""
+    observations: str
+    """The observations to commit: the parsed ones without lines that echo the prompt."""
+    lines: int
+    """Well-formed observation lines kept."""
+    tokens: int
+    """Tokens of ``observations``."""
+    limit: int
+    """The size limit that applied (tokens)."""
+
+
+def observation_limit(input_tokens: int, observation_tokens: int) -> int:
+    """The largest plausible size of the observations of a batch of ``input_tokens`` tokens.
+
+    Observations compress what they observe, so they may not exceed the batch itself, nor
+    :data:`OBSERVATION_CAP_FACTOR` times ``observation_tokens`` (the size at which the whole
+    log is reflected); tiny batches may always get :data:`OVERSIZE_FLOOR_TOKENS`.
+    """
+    cap = min(max(0, input_tokens), int(OBSERVATION_CAP_FACTOR * max(0, observation_tokens)))
+    return max(OVERSIZE_FLOOR_TOKENS, cap)
+
+
+def _text_of(message: BaseMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts = [p if isinstance(p, str) else str(p.get("text", "")) for p in content]
+    return "\n".join(parts)
+
+
+def instruction_text(prompt: Sequence[BaseMessage]) -> str:
+    """The instructions of an Observer prompt: the system text, headings and the task.
+
+    The new messages and previous observations are left out: observations may quote them.
+    """
+    parts: list[str] = []
+    for message in prompt:
+        text = _text_of(message)
+        if isinstance(message, SystemMessage):
+            parts.append(text)
+        elif isinstance(message, HumanMessage):
+            parts.extend(line for line in text.splitlines() if line.startswith("#"))
+            task = text.rfind("## Your Task")
+            if task >= 0:
+                parts.append(text[task:])
+    return "\n".join(parts) or OBSERVER_SYSTEM_PROMPT
+
+
+class _Instructions:
+    """What a reply that echoes the prompt would contain."""
+
+    def __init__(self, text: str) -> None:
+        self.lines: set[str] = set()
+        self.headings: set[str] = set()
+        self.shingles: set[tuple[str, ...]] = set()
+        for line in text.splitlines():
+            heading = _HEADING.match(line.strip())
+            if heading is not None:
+                self.headings.add(" ".join(_words(heading.group(1))))
+            words = _words(loop_key(line))
+            if words:
+                self.lines.add(" ".join(words))
+            self.shingles.update(_shingles(words))
+
+    def echoes(self, line: str) -> bool:
+        words = _words(loop_key(line))
+        if not words:
+            return False
+        joined = " ".join(words)
+        if joined in self.lines or joined in self.headings:
+            return True
+        if "#" in line and any(h and h in joined for h in self.headings):
+            return True
+        if len(words) < _MIN_SHINGLED_WORDS:
+            return False
+        grams = _shingles(words)
+        hits = sum(1 for g in grams if g in self.shingles)
+        return hits / len(grams) >= _ECHO_OVERLAP
+
+
+def _words(text: str) -> list[str]:
+    return _WORDS.findall(text.casefold())
+
+
+def _shingles(words: Sequence[str]) -> list[tuple[str, ...]]:
+    return [tuple(words[i : i + _SHINGLE]) for i in range(len(words) - _SHINGLE + 1)]
+
+
+def _well_formed(line: str) -> bool:
+    return _TOP_LEVEL_ITEM.match(line) is not None and len(_words(loop_key(line))) >= 2
+
+
+def _is_header(line: str) -> bool:
+    return parse_date_header(line.strip().strip("*#_ ").strip()) is not None
+
+
+def _residue(raw: str) -> bool:
+    """Whether ``raw`` holds anything besides tags, ``Date:`` headers and whitespace.
+
+    The hint sections (current task, suggested response, title) do not count.
+    """
+    sections, rest = split_sections(raw, BUILTIN_SECTIONS)
+    kept = [content for name, content in sections if name == "observations"]
+    return any(
+        line.strip() and not _TAG_ONLY.match(line) and not _is_header(line)
+        for line in "\n".join([*kept, rest]).splitlines()
+    )
+
+
+def judge_observation(
+    output: ObserverOutput,
+    *,
+    input_tokens: int,
+    observation_tokens: int,
+    count: Callable[[str], int],
+    instructions: str = OBSERVER_SYSTEM_PROMPT,
+    source: str | None = None,
+) -> ObservationVerdict:
+    """Accept or reject an Observer reply (see the module docstring for the checks).
+
+    Args:
+        output: the parsed reply (:func:`~langchain_om._core.observer.parse_observer_output`,
+            best called with the same ``source``).
+        input_tokens: tokens of the batch's messages.
+        observation_tokens: the reflection threshold (``reflection.observation_tokens``).
+        count: the token counter.
+        instructions: the prompt's own instructions and headings (:func:`instruction_text`).
+        source: the Observer's rendered input, so faithful repetition is not a loop.
+
+    Returns:
+        The verdict, with the observations to commit when accepted.
+    """
+    limit = observation_limit(input_tokens, observation_tokens)
+
+    def reject(reason: ObservationReason, detail: str, tokens: int = 0) -> ObservationVerdict:
+        return ObservationVerdict(False, reason, detail, "", 0, tokens, limit)
+
+    raw = output.raw
+    if not raw.strip():
+        return reject("empty", "the reply was empty")
+    if output.degenerate or is_degenerate(output.observations, source=source):
+        return reject("degenerate", "the reply was a repetition loop")
+    tokens = count(output.observations) if output.observations else 0
+    if tokens > limit:
+        return reject(
+            "oversized",
+            f"the observations ({tokens} tokens) exceed the limit for this batch ({limit})",
+            tokens,
+        )
+    prompt = _Instructions(instructions)
+    lines = output.observations.split("\n") if output.observations else []
+    content = [line for line in lines if line.strip() and not _is_header(line)]
+    if not content:
+        if not _residue(raw):
+            return reject("empty", "the reply held no observation lines")
+        raw_lines = [line for line in raw.splitlines() if line.strip() and _residue(line)]
+        echoed = sum(prompt.echoes(line) for line in raw_lines)
+        if raw_lines and echoed / len(raw_lines) >= ECHO_SHARE:
+            return reject("echo", "the reply repeated the prompt's instructions")
+        return reject("unparseable", "no observation lines could be read from the reply")
+    echo = [prompt.echoes(line) for line in content]
+    good = [line for line, e in zip(content, echo, strict=True) if not e and _well_formed(line)]
+    if not good:
+        if any(echo):
+            return reject("echo", "every observation line repeated the prompt")
+        return reject("unparseable", "the reply held no well-formed observation line")
+    if sum(echo) / len(content) >= ECHO_SHARE:
+        return reject("echo", f"{sum(echo)} of {len(content)} lines repeated the prompt")
+    kept = _drop_echo(lines, prompt)
+    return ObservationVerdict(
+        True, None, f"{len(good)} observation lines", kept, len(good), count(kept), limit
+    )
+
+
+def _drop_echo(lines: Sequence[str], prompt: _Instructions) -> str:
+    """The observation lines without echoed ones (and their sub-items), empty dates removed."""
+    kept: list[str] = []
+    dropping = False
+    for line in lines:
+        if _is_header(line) or not line.strip():
+            dropping = False
+            kept.append(line)
+            continue
+        top = _TOP_LEVEL_ITEM.match(line) is not None or not _ANY_ITEM.match(line)
+        if top:
+            dropping = prompt.echoes(line)
+        elif prompt.echoes(line):
+            continue
+        if not dropping:
+            kept.append(line)
+    out: list[str] = []
+    for i, line in enumerate(kept):
+        if _is_header(line):
+            following = next((x for x in kept[i + 1 :] if x.strip()), None)
+            if following is None or _is_header(following):
+                continue
+        out.append(line)
+    text = "\n".join(out).strip("\n")
+    return re.sub(r"\n{3,}", "\n\n", text)
+
+
+_REMINDERS: dict[str, str] = {
+    "empty": "Your previous answer held no observations.",
+    "unparseable": "Your previous answer was not in the observation format.",
+    "echo": "Your previous answer repeated these instructions instead of observing the messages.",
+    "oversized": "Your previous answer was far longer than the messages it observed.",
+    "degenerate": "Your previous answer repeated the same lines over and over.",
+    "model-error": "Your previous answer could not be read.",
+}
+
+
+def format_reminder(reason: ObservationReason) -> str:
+    """The short note added to the prompt for the single retry after ``reason``."""
+    return (
+        f"{_REMINDERS[reason]} Answer again. Start with a line `<observations>`, then `Date:` "
+        "headers and one line per new fact, like `* 🔴 (14:30) User said …`, each fact once and "
+        "briefly, about the new messages only; end with a line `</observations>`, then the other "
+        "sections asked for. Do not copy the instructions, headings or examples."
+    )
+
+
+def with_format_reminder(
+    prompt: Sequence[BaseMessage], reason: ObservationReason
+) -> list[BaseMessage]:
+    """``prompt`` with :func:`format_reminder` appended to its last human message."""
+    out = list(prompt)
+    note = format_reminder(reason)
+    for index in range(len(out) - 1, -1, -1):
+        message = out[index]
+        if isinstance(message, HumanMessage):
+            content = message.content
+            if isinstance(content, str):
+                new_content: str | list[str | dict[str, object]] = f"{content}\n\n{note}"
+            else:
+                new_content = [*content, {"type": "text", "text": note}]
+            out[index] = message.model_copy(update={"content": new_content})
+            return out
+    out.append(HumanMessage(content=note))
+    return out

@@ -1,0 +1,212 @@
+"""Whether a reflection kept the substance of the log it condensed.
+
+A reflection replaces the log, so whatever it drops is forgotten for good. It is accepted only
+when it is
+
+* not empty and not a repetition loop (``empty``, ``degenerate``);
+* smaller than its input (``not-smaller``);
+* not absurdly small: at least :data:`MIN_SIZE_SHARE` of the smaller of the input and the
+  target (``too-small``; a one-line reply of a 30-line log fails here);
+* still dated: when the input has ``Date:`` headers, the output has some, its newest day among
+  them, and at least :data:`MIN_DAY_SHARE` of the input's days (``lost-dates``);
+* still marked: when the input has 🔴 lines, the output has at least one (``lost-priorities``);
+* faithful to the facts: of the names, numbers, dates and identifiers on the input's 🔴 lines
+  (on all lines when there are none), at least :data:`MIN_RETENTION` survive
+  (``lost-facts``). That share is the *retention* figure reported with every verdict.
+
+Compression levels ask the Reflector to keep every 🔴 fact, so a real 3-6x compression keeps
+most of them; a vague summary ("discussed the move and some options") keeps few.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from langchain_om._core.dates import parse_date_header
+from langchain_om._core.degenerate import is_degenerate
+
+__all__ = [
+    "MIN_DAY_SHARE",
+    "MIN_RETENTION",
+    "MIN_RETENTION_ALL_LINES",
+    "MIN_SIZE_SHARE",
+    "RetentionReason",
+    "RetentionVerdict",
+    "check_reflection",
+    "key_facts",
+]
+
+RetentionReason = Literal[
+    "empty",
+    "degenerate",
+    "not-smaller",
+    "too-small",
+    "lost-dates",
+    "lost-priorities",
+    "lost-facts",
+]
+"""Why a reflection was rejected."""
+
+MIN_SIZE_SHARE = 0.1
+"""A reflection must hold at least this share of ``min(input, target)`` tokens."""
+
+MIN_DAY_SHARE = 0.3
+"""Share of the input's days that must keep a ``Date:`` header."""
+
+MIN_RETENTION = 0.6
+"""Share of the 🔴 lines' facts that must survive."""
+
+MIN_RETENTION_ALL_LINES = 0.4
+"""Share of all lines' facts that must survive when the input has no 🔴 line."""
+
+_HIGH = "🔴"
+_LEAD = re.compile(
+    r"^\s*(?:[-*+•]|\d{1,3}[.)])?\s*(?:[🔴🟡🟢✅]\ufe0f?\s*)?(?:\(\d{1,2}:\d{2}\)\s*)?"
+)
+_NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*")
+_TOKEN = re.compile(r"[^\s,;()\"“”]+")
+_EDGE = "'’.,:;!?-`*"
+_COMMON = frozenset(
+    "user user's assistant assistant's the a an i it he she they we you this that these those "
+    "his her their our my your and but or if when then also now still new next last "
+    "monday tuesday wednesday thursday friday saturday sunday "
+    "jan feb mar apr may jun jul aug sep sept oct nov dec january february march april june "
+    "july august september october november december".split()
+)
+
+
+@dataclass(frozen=True)
+class RetentionVerdict:
+    """The judgement of one reflection."""
+
+    accepted: bool
+    reason: RetentionReason | None
+    """Why it was rejected (``None`` when accepted)."""
+    retention: float
+    """Share of the key facts kept (1.0 when the input has none)."""
+    detail: str
+    """A short explanation without any of the log's text (safe for logs and events)."""
+    facts: int
+    """Key facts in the input (see :func:`key_facts`)."""
+    kept_facts: int
+    days: int
+    """Dated days in the input."""
+    kept_days: int
+
+
+def _content(line: str) -> str:
+    return _LEAD.sub("", line, count=1)
+
+
+def _normal_number(text: str) -> str:
+    return re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
+
+
+def key_facts(text: str, *, high_only: bool = True) -> set[str]:
+    """The names, numbers, dates and identifiers of a log's 🔴 lines (or of all lines).
+
+    Numbers are normalised (``1,200`` → ``1200``); names are capitalised words other than the
+    first word of a line, speaker labels, weekdays and months (dates count by their numbers);
+    identifiers are tokens holding ``/``, ``_``, ``#``, ``@`` or an inner ``.``. Everything is
+    case-folded.
+    """
+    facts: set[str] = set()
+    for line in text.splitlines():
+        if parse_date_header(line.strip()) is not None:
+            continue
+        if high_only and _HIGH not in line[:8]:
+            continue
+        content = _content(line)
+        facts.update(_NUMBER.findall(_normal_number(content)))
+        for index, raw in enumerate(_TOKEN.findall(content)):
+            token = raw.strip(_EDGE)
+            if token.endswith(("'s", "’s")):
+                token = token[:-2]
+            if not token or any(ch.isdigit() for ch in token):
+                continue
+            folded = token.casefold()
+            if any(mark in token for mark in "/_#@") or "." in token:
+                facts.add(folded)
+            elif index > 0 and token[0].isupper() and folded not in _COMMON:
+                facts.add(folded)
+    return facts
+
+
+def _kept(fact: str, haystack: str) -> bool:
+    if fact[0].isdigit():
+        return re.search(rf"(?<![\d.,:/]){re.escape(fact)}(?![\d]|[.,:/]\d)", haystack) is not None
+    return fact in haystack
+
+
+def _days(text: str) -> list[object]:
+    days: list[object] = []
+    for line in text.splitlines():
+        day = parse_date_header(line.strip())
+        if day is not None and day not in days:
+            days.append(day)
+    return days
+
+
+def check_reflection(
+    input_text: str,
+    output_text: str,
+    *,
+    input_tokens: int,
+    output_tokens: int,
+    target_tokens: int,
+) -> RetentionVerdict:
+    """Accept or reject a reflection of ``input_text`` (see the module docstring).
+
+    Args:
+        input_text: the observation log that was condensed.
+        output_text: the reflection's observations.
+        input_tokens: tokens of ``input_text``.
+        output_tokens: tokens of ``output_text``.
+        target_tokens: the size the reflection was asked to stay under.
+    """
+    high = any(_HIGH in line[:8] for line in input_text.splitlines())
+    facts = key_facts(input_text, high_only=high)
+    haystack = _normal_number(output_text).casefold()
+    kept = sum(1 for fact in facts if _kept(fact, haystack))
+    retention = kept / len(facts) if facts else 1.0
+    days_in, days_out = _days(input_text), _days(output_text)
+    kept_days = sum(1 for day in days_in if day in days_out)
+
+    def verdict(reason: RetentionReason | None, detail: str) -> RetentionVerdict:
+        return RetentionVerdict(
+            reason is None, reason, retention, detail, len(facts), kept, len(days_in), kept_days
+        )
+
+    if not output_text.strip():
+        return verdict("empty", "the reflection was empty")
+    if is_degenerate(output_text):
+        return verdict("degenerate", "the reflection was a repetition loop")
+    if output_tokens >= input_tokens:
+        return verdict(
+            "not-smaller",
+            f"the reflection ({output_tokens} tokens) is not smaller than its "
+            f"input ({input_tokens})",
+        )
+    floor = math.ceil(MIN_SIZE_SHARE * min(input_tokens, max(1, target_tokens)))
+    if output_tokens < floor:
+        return verdict(
+            "too-small", f"the reflection ({output_tokens} tokens) is below {floor} tokens"
+        )
+    if days_in:
+        if not days_out:
+            return verdict("lost-dates", "the reflection has no Date: headers")
+        if days_in[-1] not in days_out:
+            return verdict("lost-dates", "the reflection dropped the newest day")
+        if kept_days < MIN_DAY_SHARE * len(days_in):
+            return verdict("lost-dates", f"only {kept_days} of {len(days_in)} days kept")
+    if high and not any(_HIGH in line[:8] for line in output_text.splitlines()):
+        return verdict("lost-priorities", "the reflection has no 🔴 line left")
+    need = MIN_RETENTION if high else MIN_RETENTION_ALL_LINES
+    if facts and retention < need:
+        return verdict(
+            "lost-facts", f"kept {kept} of {len(facts)} key facts ({retention:.0%} < {need:.0%})"
+        )
+    return verdict(None, f"kept {kept} of {len(facts)} key facts")
