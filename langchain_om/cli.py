@@ -9,8 +9,10 @@
 
 Memory lives in one SQLite file (``--db``, default ``langchain-om.db`` in the working
 directory). Models: ``--model provider/name`` (e.g. ``openai/gpt-5-mini``), ``--base-url`` for
-any OpenAI-compatible server, ``--scripted`` for instant offline fakes. With none of these and
-no provider API key set, a small real model is served locally (the ``local`` extra).
+any OpenAI-compatible server, ``--scripted`` for instant offline fakes, ``--model local`` for
+the bundled SmolLM2 model (the ``local`` extra). With none of these and no provider API key
+set, ``replay`` runs on the offline extractive Observer (:mod:`langchain_om.offline`) and
+``chat`` answers with the local model and observes with the extractive Observer.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import json
 import os
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -43,6 +46,7 @@ from langchain_om.engine import ObservationalMemory, ThreadSnapshot
 from langchain_om.errors import MissingProviderError, ObservationalMemoryError
 from langchain_om.events import OMEvent
 from langchain_om.models import resolve_model_string
+from langchain_om.offline import OBSERVER_LABEL, extractive_observer
 from langchain_om.testing import FunctionChatModel, memory_model
 
 __all__ = ["ReplayFormatError", "load_conversation", "main"]
@@ -55,6 +59,8 @@ SCRIPTED_THRESHOLDS = (400, 600)
 LOCAL_THRESHOLDS = (600, 1500)
 """(message_tokens, observation_tokens) for the local model: prompts fit its context."""
 LOCAL_CONTEXT = 8192
+EXTRACTIVE_THRESHOLDS = (400, 1200)
+"""(message_tokens, observation_tokens) for the offline extractive Observer: a few cycles."""
 ACTOR_PROMPT = "You are a helpful assistant. Answer briefly and concretely."
 SWITCH_HINT = (
     "To use a provider instead: set OPENAI_API_KEY (or GOOGLE_API_KEY) and pass "
@@ -64,7 +70,8 @@ SWITCH_HINT = (
 
 
 EPILOG = """examples:
-  langchain-om replay examples/data/demo.jsonl   # no API key set: a small local model
+  langchain-om replay examples/data/demo.jsonl   # no API key set: the offline Observer
+  langchain-om replay examples/data/demo.jsonl --model local   # the bundled SmolLM2 model
   langchain-om replay examples/data/demo.jsonl --scripted --message-tokens 200
   langchain-om chat --model openai/gpt-5-mini     # with OPENAI_API_KEY set
   langchain-om chat --base-url http://127.0.0.1:8080/v1
@@ -84,13 +91,20 @@ class Backend:
     """The models a session runs on."""
 
     label: str
-    actor: BaseChatModel
+    actor: BaseChatModel | None
+    """The agent's model (``None`` where no reply is needed: replay with the offline Observer)."""
     memory_model: Any
     """Observer/Reflector model: a model object or a provider string."""
     thresholds: tuple[int, int] | None = None
     """Default (message_tokens, observation_tokens) for these models; None: the library's."""
     buffering: bool = True
     """Observe ahead in the background (off for the slow local model: one call at a time)."""
+
+    def agent(self) -> BaseChatModel:
+        """The agent's model (chat needs one; replay with the offline Observer has none)."""
+        if self.actor is None:
+            raise ObservationalMemoryError(f"{self.label} has no agent model to reply with")
+        return self.actor
 
 
 def _scripted_actor_reply(messages: list[BaseMessage], info: Any) -> str:
@@ -129,20 +143,32 @@ def open_backend(args: argparse.Namespace, say: Callable[[str], None]) -> Iterat
             "scripted offline models (no LLM)", actor, memory_model(), SCRIPTED_THRESHOLDS
         )
         return
+    chosen: Any = args.observer_model
+    if chosen == "extractive":
+        chosen = extractive_observer()
     if args.base_url:
         key = os.environ.get("OPENAI_API_KEY") or "none"
         actor = _openai_client(
             model=args.model or "local", base_url=args.base_url, api_key=key, max_tokens=512
         )
-        memory = args.observer_model or actor
+        memory = chosen or actor
         yield Backend(f"{args.model or 'local'} at {args.base_url}", actor, memory)
         return
-    spec = args.model or next((m for k, m in PROVIDER_KEYS.items() if os.environ.get(k)), None)
+    spec = None if args.model == "local" else args.model
+    spec = spec or next((m for k, m in PROVIDER_KEYS.items() if os.environ.get(k)), None)
     if spec is not None:
         if not args.model:
             say(f"Using {spec} (its API key is set); pass --model to choose another model.")
         actor = resolve_model_string(spec)
-        yield Backend(spec, actor, args.observer_model or spec)
+        yield Backend(spec, actor, chosen or spec)
+        return
+    if args.model != "local" and getattr(args, "command", "") == "replay":
+        observer: Any = chosen or extractive_observer()
+        named = args.observer_model not in (None, "extractive")
+        label = str(args.observer_model) if named else OBSERVER_LABEL
+        say(f"No provider API key is set: memory runs on the {label}.")
+        say(SWITCH_HINT)
+        yield Backend(label, None, observer, EXTRACTIVE_THRESHOLDS, buffering=False)
         return
     say(
         f"No provider API key is set: running the small local model {local.MODEL_FILE} "
@@ -151,10 +177,14 @@ def open_backend(args: argparse.Namespace, say: Callable[[str], None]) -> Iterat
     say(SWITCH_HINT)
     with local.start_local_server(n_ctx=LOCAL_CONTEXT) as server:
         actor = server.chat_model(max_tokens=160, temperature=0.3)
-        observer = args.observer_model or server.chat_model(max_tokens=300, temperature=0.3)
-        yield Backend(
-            f"local {local.MODEL_FILE}", actor, observer, LOCAL_THRESHOLDS, buffering=False
-        )
+        if args.model == "local":
+            observer = chosen or server.chat_model(max_tokens=300, temperature=0.3)
+            label, thresholds = f"local {local.MODEL_FILE}", LOCAL_THRESHOLDS
+        else:
+            observer = chosen or extractive_observer()
+            label = f"local {local.MODEL_FILE} (agent) + {OBSERVER_LABEL}"
+            thresholds = EXTRACTIVE_THRESHOLDS
+        yield Backend(label, actor, observer, thresholds, buffering=False)
 
 
 _SETTINGS_NS = ("langchain_om", "cli")
@@ -415,7 +445,7 @@ def cmd_chat(args: argparse.Namespace, console: Console) -> int:
                 user = HumanMessage(text, id=_new_id("user"))
                 snap = memory.add_messages(thread, [user], resource_id=resource)
                 try:
-                    answer = backend.actor.invoke(_actor_messages(snap))
+                    answer = backend.agent().invoke(_actor_messages(snap))
                 except Exception as exc:  # keep the session alive; memory already has the turn
                     console.say(f"! the model call failed: {type(exc).__name__}: {exc}")
                     continue
@@ -441,11 +471,13 @@ def cmd_replay(args: argparse.Namespace, console: Console) -> int:
                 f"{args.thread!r} of {args.db} (memory model: {backend.label})"
             )
             snap = memory.status(thread_id=args.thread)
+            started = time.monotonic()
             for done, message in enumerate(messages, start=1):
                 snap = memory.add_messages(args.thread, [message], resource_id=args.resource)
                 usage = snap.status
                 note = (
                     f"window {usage.messages.tokens:,} tok · log {usage.observations.tokens:,} tok"
+                    f" · {time.monotonic() - started:.0f}s"
                 )
                 console.progress(done, len(messages), note)
             memory.wait_for_background()
@@ -500,8 +532,14 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--max-lines", type=int, default=None, help="show at most N log lines")
     common.add_argument("-v", "--verbose", action="store_true", help="show background work too")
     models = argparse.ArgumentParser(add_help=False)
-    models.add_argument("--model", help='e.g. "openai/gpt-5-mini", "google/gemini-2.5-flash"')
-    models.add_argument("--observer-model", help="Observer/Reflector model (default: --model)")
+    models.add_argument(
+        "--model",
+        help='e.g. "openai/gpt-5-mini", "google/gemini-2.5-flash"; "local": the bundled SmolLM2',
+    )
+    models.add_argument(
+        "--observer-model",
+        help='Observer/Reflector model (default: --model); "extractive": the offline Observer',
+    )
     models.add_argument(
         "--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1"
     )

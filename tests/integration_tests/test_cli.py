@@ -182,7 +182,26 @@ class FakeServer:
         return model
 
 
-def test_without_keys_the_cli_runs_the_local_model_and_says_how_to_switch(
+def test_replay_without_keys_runs_the_offline_observer_and_no_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var in ("OPENAI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+
+    def no_server(**kwargs: Any) -> None:
+        raise AssertionError("replay with the offline Observer needs no model server")
+
+    monkeypatch.setattr("langchain_om.local.start_local_server", no_server)
+    rows = conversation(30)
+    args = ["replay", str(write_jsonl(tmp_path / "t.jsonl", rows)), "--db", str(tmp_path / "x.db")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "offline extractive Observer (no LLM" in out
+    assert "set OPENAI_API_KEY" in out and "--model openai/gpt-5-mini" in out
+    assert "/ 400 tokens" in out  # the extractive Observer's demo thresholds
+
+
+def test_with_model_local_the_cli_runs_the_local_model_and_says_how_to_switch(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for var in ("OPENAI_API_KEY", "GOOGLE_API_KEY"):
@@ -199,7 +218,14 @@ def test_without_keys_the_cli_runs_the_local_model_and_says_how_to_switch(
     rows = conversation(30)
     assert (
         main(
-            ["replay", str(write_jsonl(tmp_path / "t.jsonl", rows)), "--db", str(tmp_path / "l.db")]
+            [
+                "replay",
+                str(write_jsonl(tmp_path / "t.jsonl", rows)),
+                "--db",
+                str(tmp_path / "l.db"),
+                "--model",
+                "local",
+            ]
         )
         == 0
     )
@@ -230,6 +256,8 @@ def test_missing_local_model_exits_2_with_install_hint(
             str(write_jsonl(tmp_path / "t.jsonl", conversation(1))),
             "--db",
             str(tmp_path / "m.db"),
+            "--model",
+            "local",
         ]
     )
     assert code == 2

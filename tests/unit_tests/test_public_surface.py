@@ -132,6 +132,11 @@ PINNED: dict[str, list[str]] = {
         "local_model_available",
         "start_local_server",
     ],
+    "langchain_om.offline": [
+        "ExtractiveObserver",
+        "OBSERVER_LABEL",
+        "extractive_observer",
+    ],
     "langchain_om.middleware": [
         "ObservationalMemoryMiddleware",
         "ObservationalMemoryState",
