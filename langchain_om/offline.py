@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -111,6 +112,29 @@ def key_sentences(text: str, *, limit: int = MAX_SENTENCES) -> list[tuple[str, i
     return [(s, score) for _, s, score in sorted(best)]
 
 
+def history_lines(history: str) -> Iterator[tuple[str, str, str]]:
+    """The lines of an Observer prompt's history: ``(role, time, text)`` in order.
+
+    ``Date:`` headers come as ``("Date", "", header)``; a message line as its role (``User``,
+    ``Assistant``, ``Tool Call``, ...), its ``HH:MM`` time (the last one seen when the line has
+    none) and its text. Continuation lines and anything else are skipped.
+
+    Args:
+        history: The "New Messages to Observe" section of an Observer prompt.
+    """
+    time = "00:00"
+    for raw in history.splitlines():
+        line = raw.strip()
+        if line.startswith("Date:"):
+            yield "Date", "", line
+            continue
+        match = _ROLE_LINE.match(line)
+        if match:
+            role, stamp, text = match.groups()
+            time = stamp or time
+            yield role, time, text
+
+
 def observe_text(history: str) -> tuple[str, str | None]:
     """Observation lines (under the history's ``Date:`` headers) and the current task.
 
@@ -118,25 +142,16 @@ def observe_text(history: str) -> tuple[str, str | None]:
         history: The "New Messages to Observe" section of an Observer prompt.
     """
     out: list[str] = []
-    time = "00:00"
     task: str | None = None
-    for raw in history.splitlines():
-        line = raw.strip()
-        if line.startswith("Date:"):
-            if not out or out[-1] != line:
-                out.append(line)
-            continue
-        match = _ROLE_LINE.match(line)
-        if not match:
-            continue
-        role, stamp, text = match.groups()
-        time = stamp or time
-        if role != "User":
-            continue
-        task = text.strip()[:MAX_LINE_CHARS] or task
-        for sentence, score in key_sentences(text):
-            mark = "🔴" if score >= 3 else "🟡"
-            out.append(f"* {mark} ({time}) User: {sentence}")
+    for role, time, text in history_lines(history):
+        if role == "Date":
+            if not out or out[-1] != text:
+                out.append(text)
+        elif role == "User":
+            task = text.strip()[:MAX_LINE_CHARS] or task
+            for sentence, score in key_sentences(text):
+                mark = "🔴" if score >= 3 else "🟡"
+                out.append(f"* {mark} ({time}) User: {sentence}")
     while out and out[-1].startswith("Date:"):
         out.pop()
     return "\n".join(out), task

@@ -8,15 +8,11 @@ gives the same output for the same input, so apps that use OM can be tested offl
 
 from __future__ import annotations
 
-import re
-
 from langchain_core.messages import BaseMessage
 
+from langchain_om.offline import history_lines
 from langchain_om.testing._models import FunctionChatModel
 from langchain_om.testing._replies import RecordedCall
-
-_ROLES = r"User|Assistant|Tool Call|Tool Result|Tool Error|System"
-_LINE = re.compile(rf"^({_ROLES})\b[^:]*?(?:\((\d\d:\d\d)\))?:\s?(.*)$")
 
 
 def _section(text: str, start: str, stops: tuple[str, ...]) -> str:
@@ -30,17 +26,10 @@ def _section(text: str, start: str, stops: tuple[str, ...]) -> str:
 
 def _observe(history: str, words: int) -> str:
     out: list[str] = []
-    time = "00:00"
-    for raw in history.splitlines():
-        line = raw.strip()
-        if line.startswith("Date:"):
-            out.append(line)
+    for role, time, text in history_lines(history):
+        if role == "Date":
+            out.append(text)
             continue
-        match = _LINE.match(line)
-        if not match:
-            continue
-        role, stamp, text = match.groups()
-        time = stamp or time
         short = " ".join(text.split()[:words])
         priority = "🔴" if role == "User" else "🟡"
         out.append(f"* {priority} ({time}) {role} said: {short}")
