@@ -14,6 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+# The "auto" idle-activation table lives in cache_ttl; these names stay importable from here.
+from langchain_om._core.cache_ttl import DEFAULT_TTL_MS as DEFAULT_TTL_MS
+from langchain_om._core.cache_ttl import auto_ttl_ms as auto_ttl_ms
+
 RAMP_FACTOR = 1.1
 """Within ``RAMP_FACTOR × interval`` of the threshold the buffering interval halves."""
 OVERSHOOT = 0.95
@@ -136,30 +140,3 @@ def chunk_chain(
     used = {id(c) for c in chain}
     stale = [c for c in chunks if id(c) not in used]
     return chain, stale
-
-
-AUTO_TTL_MS: dict[str, int] = {
-    "anthropic": 5 * 60_000,
-    "xai": 5 * 60_000,
-    "openrouter": 5 * 60_000,
-    "deepseek": 60 * 60_000,
-    "google": 24 * 60 * 60_000,
-    "google_genai": 24 * 60 * 60_000,
-    "google_vertexai": 24 * 60 * 60_000,
-    "groq": 2 * 60 * 60_000,
-}
-DEFAULT_TTL_MS = 5 * 60_000
-
-
-def auto_ttl_ms(model_id: str | None) -> int:
-    """The prompt-cache lifetime of the actor's provider (``"auto"`` idle activation)."""
-    if not model_id:
-        return DEFAULT_TTL_MS
-    provider, _, model = model_id.partition("/")
-    provider = provider.lower()
-    if provider == "openai":
-        name = model.lower()
-        if name.startswith(("gpt-4", "gpt-5")):
-            return 5 * 60_000
-        return 60 * 60_000
-    return AUTO_TTL_MS.get(provider, DEFAULT_TTL_MS)
