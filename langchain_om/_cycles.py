@@ -76,6 +76,8 @@ class TurnEnv:
     extractors: Sequence[Extractor] = ()
     """``observation.extract``, validated."""
     timezone: str = "UTC"
+    cache_retention: str | None = None
+    """OpenAI ``prompt_cache_retention`` of the agent's model (the ``"auto"`` idle TTL)."""
 
 
 @dataclass
@@ -164,9 +166,9 @@ def stamp_messages(
 
 def message_threshold(config: ObservationalMemoryConfig, record: OMRecord) -> int:
     """Unobserved-message tokens that trigger observation (``share_token_budget`` moves it)."""
-    base = config.observation.message_tokens
+    base = config.observation.message_tokens_abs
     if config.share_token_budget:
-        total = base + config.reflection.observation_tokens
+        total = base + config.reflection.observation_tokens_abs
         return max(total - record["observation_tokens"], base)
     return base
 
@@ -190,7 +192,7 @@ def status_event(
         messages=WindowUsage(tokens=window_tokens, threshold=message_threshold(env.config, record)),
         observations=WindowUsage(
             tokens=record["observation_tokens"],
-            threshold=env.config.reflection.observation_tokens,
+            threshold=env.config.reflection.observation_tokens_abs,
         ),
         buffered_observations=BufferedObservationsStatus(
             chunks=len(chunks),
@@ -551,7 +553,7 @@ def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecor
     groups = record["groups"]
     if not groups:
         return record
-    threshold = env.config.reflection.observation_tokens
+    threshold = env.config.reflection.observation_tokens_abs
 
     def body(cycle: Cycle) -> Plan[tuple[OMRecord, dict[str, Any]]]:
         best = yield from call_reflector(cycle, groups, target=threshold)

@@ -112,10 +112,10 @@ def _idle_ms(record: OMRecord, now: datetime) -> int | None:
         return None
 
 
-def _ttl(setting: int | str | None, model: str | None) -> int | None:
+def _ttl(setting: int | str | None, model: str | None, retention: str | None) -> int | None:
     if setting is None:
         return None
-    return auto_ttl_ms(model) if setting == "auto" else int(setting)
+    return auto_ttl_ms(model, retention=retention) if setting == "auto" else int(setting)
 
 
 Trigger = Literal["threshold", "ttl", "provider_change"]
@@ -132,7 +132,7 @@ def _early_trigger(
         else cfg.observation_activate_after_idle_ms
     )
     model = inp.actor_model or record.get("last_actor_model")
-    ttl = _ttl(setting, model)
+    ttl = _ttl(setting, model, env.cache_retention)
     idle = _idle_ms(record, now)
     if ttl is not None and idle is not None and idle >= ttl:
         return "ttl"
@@ -218,7 +218,7 @@ def sync_reflection_due(env: TurnEnv, record: OMRecord) -> bool:
     cfg = env.config
     tokens = record["observation_tokens"]
     if not should_reflect(
-        tokens, cfg.reflection.observation_tokens, record["reflection_suppressed_at_tokens"]
+        tokens, cfg.reflection.observation_tokens_abs, record["reflection_suppressed_at_tokens"]
     ):
         return False
     return not cfg.buffering_enabled or tokens >= cfg.reflection.block_after_tokens
@@ -390,7 +390,7 @@ def _reflection_step(
     cfg = env.config
     record = out.record
     tokens = record["observation_tokens"]
-    threshold = cfg.reflection.observation_tokens
+    threshold = cfg.reflection.observation_tokens_abs
     rkey = ref_key(inp.thread_id)
     if not inp.force_reflect and buffering and stored is not None:
         trigger = (

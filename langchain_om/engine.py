@@ -27,7 +27,8 @@ from langgraph.store.memory import InMemoryStore
 
 from langchain_om._core.record import coerce_record, new_record
 from langchain_om._core.render import MemoryContext, render_memory
-from langchain_om._core.tokens import TokenCounter, get_default_counter
+from langchain_om._actor import ActorModel, describe_actor
+from langchain_om._core.tokens import MessageCounter, TokenCounter, as_token_counter
 from langchain_om._core.types import OMRecord
 from langchain_om._cycles import (
     BackgroundJob,
@@ -85,8 +86,9 @@ class StepOptions(TypedDict, total=False):
     """Allow activation, synchronous observation and buffering (default ``True``)."""
     reflect: bool
     """Allow reflection (default ``True``)."""
-    actor_model: str | None
-    """``provider/model`` of the agent's model (idle TTL ``"auto"``, provider change)."""
+    actor_model: Any
+    """The agent's chat model, or its ``provider/model`` id: image and file estimates, the
+    ``"auto"`` idle TTL, provider change, and fractional thresholds (from the model's profile)."""
     sync_cycles: bool
     """Allow synchronous Observer/Reflector calls (the graph gate leaves them to nodes)."""
     emit_status: bool
@@ -124,7 +126,12 @@ class ObservationalMemory:
         store: the ``BaseStore`` for the archive and standalone state (in-memory when omitted).
         checkpointer: the checkpointer for graphs built with this memory (in-memory when
             omitted).
-        token_counter: a :class:`TokenCounter` (the process-wide tiktoken counter by default).
+        token_counter: a :class:`TokenCounter` (the process-wide tiktoken counter by default),
+            ``"approximate"`` (LangChain's ``count_tokens_approximately``) or any
+            ``Callable[[list[BaseMessage]], int]`` such as ``model.get_num_tokens_from_messages``.
+            A ``TokenCounter`` without an explicit ``provider`` follows the agent's model.
+        actor_model: the agent's chat model (or ``"provider/model"``) when no front door passes
+            it (standalone methods); needed there for fractional thresholds.
         on_debug_event: called with every OM event.
         clock: returns "now" (timezone-aware); injectable for tests.
         timezone: IANA zone used to render dates for the Observer in new records.
@@ -149,7 +156,8 @@ class ObservationalMemory:
         *,
         store: BaseStore | None = None,
         checkpointer: BaseCheckpointSaver[Any] | None = None,
-        token_counter: TokenCounter | None = None,
+        token_counter: TokenCounter | MessageCounter | Literal["approximate"] | None = None,
+        actor_model: Any = None,
         on_debug_event: Callable[[OMEvent], None] | None = None,
         clock: Callable[[], datetime] | None = None,
         timezone: str = "UTC",
@@ -163,7 +171,10 @@ class ObservationalMemory:
         self.checkpointer: BaseCheckpointSaver[Any] = (
             checkpointer if checkpointer is not None else InMemorySaver()
         )
-        self.counter = token_counter or get_default_counter()
+        self.counter = as_token_counter(token_counter)
+        self._actors: dict[str, ActorModel] = {}
+        self._envs: dict[ActorModel | None, TurnEnv] = {}
+        self._actor_default = self._remember_actor(actor_model)
         self.on_debug_event = on_debug_event
         self.timezone = timezone
         self.retry_policy = retry_policy or RetryPolicy()
@@ -178,7 +189,7 @@ class ObservationalMemory:
             acall_model=self._acall_model,
             background=self._background,
         )
-        self._env = TurnEnv(
+        self._base_env = TurnEnv(
             config=self.config,
             counter=self.counter,
             now=self._clock,
@@ -226,6 +237,48 @@ class ObservationalMemory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # -- the agent's model ----------------------------------------------------------------
+
+    def _remember_actor(self, model: object) -> ActorModel | None:
+        """The actor for ``model``; an id seen before as a model object keeps its profile."""
+        actor = describe_actor(model)
+        if actor is None:
+            return None
+        known = self._actors.get(actor.model_id)
+        if known is not None and actor == ActorModel(actor.model_id):
+            return known
+        self._actors[actor.model_id] = actor
+        return actor
+
+    def _env_for(self, actor: ActorModel | None) -> TurnEnv:
+        """The plan environment for the agent's model: its counting rules and thresholds."""
+        env = self._envs.get(actor)
+        if env is None:
+            config = self.config
+            if config.uses_fractions:
+                label = repr(actor.model_id) if actor else "the agent's model (not given)"
+                config = config.for_context_window(
+                    actor.max_input_tokens if actor else None, model=label
+                )
+            env = replace(
+                self._base_env,
+                config=config,
+                counter=self.counter.for_model(actor.model_id if actor else None),
+                cache_retention=actor.prompt_cache_retention if actor else None,
+            )
+            self._envs[actor] = env
+        return env
+
+    def _record_env(self, record: OMRecord | None) -> TurnEnv:
+        """The environment of the agent's model that last answered in ``record``'s thread."""
+        last = record.get("last_actor_model") if record else None
+        actor = self._actors.get(last) if isinstance(last, str) else None
+        return self._env_for(actor or self._actor_default)
+
+    @property
+    def _env(self) -> TurnEnv:
+        return self._env_for(self._actor_default)
 
     # -- models ---------------------------------------------------------------------------
 
@@ -327,19 +380,22 @@ class ObservationalMemory:
 
     def _step_input(
         self, thread_id: str | None, window: Sequence[BaseMessage], options: StepOptions
-    ) -> TurnInput:
+    ) -> tuple[TurnInput, TurnEnv]:
         opts: dict[str, Any] = dict(options)
+        actor = self._remember_actor(opts.get("actor_model")) or self._actor_default
+        opts["actor_model"] = actor.model_id if actor else None
         renames = {"observe": "allow_observe", "reflect": "allow_reflect"}
         fields: dict[str, Any] = {
             renames.get(k, k): v for k, v in opts.items() if k not in ("record", "resource_id")
         }
-        return self._turn_input(
+        inp = self._turn_input(
             thread_id=thread_id,
             resource_id=opts.get("resource_id"),
             record=opts.get("record"),
             window=window,
             **fields,
         )
+        return inp, self._env_for(actor)
 
     def step(
         self,
@@ -361,8 +417,8 @@ class ObservationalMemory:
             **options: see :class:`StepOptions` (``record``, ``resource_id``, ``emit``,
                 ``actor_model``, ...).
         """
-        inp = self._step_input(thread_id, window, options)
-        return self._finish(run_sync(turn_plan(self._env, inp), self._executor), False)
+        inp, env = self._step_input(thread_id, window, options)
+        return self._finish(run_sync(turn_plan(env, inp), self._executor), False)
 
     async def astep(
         self,
@@ -372,8 +428,8 @@ class ObservationalMemory:
         **options: Unpack[StepOptions],
     ) -> TurnOutcome:
         """Async twin of :meth:`step`."""
-        inp = self._step_input(thread_id, window, options)
-        return self._finish(await run_async(turn_plan(self._env, inp), self._executor), True)
+        inp, env = self._step_input(thread_id, window, options)
+        return self._finish(await run_async(turn_plan(env, inp), self._executor), True)
 
     def _idle_input(
         self,
@@ -399,7 +455,8 @@ class ObservationalMemory:
         """The agent's turn ended: with ``observation.buffer_on_idle``, buffer the rest now."""
         inp = self._idle_input(thread_id, window, record, resource_id)
         if inp is not None:
-            self._finish(run_sync(idle_plan(self._env, inp), self._executor), False)
+            env = self._record_env(inp.record)
+            self._finish(run_sync(idle_plan(env, inp), self._executor), False)
 
     async def aend_turn(
         self,
@@ -412,7 +469,8 @@ class ObservationalMemory:
         """Async twin of :meth:`end_turn`."""
         inp = self._idle_input(thread_id, window, record, resource_id)
         if inp is not None:
-            self._finish(await run_async(idle_plan(self._env, inp), self._executor), True)
+            env = self._record_env(inp.record)
+            self._finish(await run_async(idle_plan(env, inp), self._executor), True)
 
     # -- background work ------------------------------------------------------------------
 
@@ -475,7 +533,7 @@ class ObservationalMemory:
         rec = coerce_record(record)
         if rec is None:
             return False
-        tokens = self.counter.count_messages(window)
+        tokens = self._env.counter.count_messages(window)
         return sync_observation_due(self._env, rec, tokens, rec["thread_id"])
 
     def should_reflect(self, record: OMRecord | dict[str, Any] | None) -> bool:
@@ -602,7 +660,8 @@ class ObservationalMemory:
         from langchain_om._cycles import status_event
 
         if status is None:
-            status = status_event(self._env, record, self.counter.count_messages(window), 0)
+            env = self._env
+            status = status_event(env, record, env.counter.count_messages(window), 0)
         return ThreadSnapshot(
             thread_id=thread_id,
             record=record,

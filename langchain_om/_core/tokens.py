@@ -32,7 +32,10 @@ this process sees the message object, one CRC pass over its text (see ``benchmar
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
+import math
 import re
 import threading
 import warnings
@@ -52,11 +55,6 @@ from langchain_om._core.media_tokens import ANTHROPIC_MAX_IMAGE as ANTHROPIC_MAX
 from langchain_om._core.media_tokens import GEMINI_IMAGE as GEMINI_IMAGE
 from langchain_om._core.media_tokens import OPENAI_IMAGE_BASE as OPENAI_IMAGE_BASE
 from langchain_om._core.media_tokens import OPENAI_IMAGE_TILE as OPENAI_IMAGE_TILE
-from langchain_om._core.media_tokens import (
-    OPENAI_IMAGE_UNKNOWN_SIZE as OPENAI_IMAGE_UNKNOWN_SIZE,
-)
-from langchain_om._core.media_tokens import UNKNOWN_FILE as UNKNOWN_FILE
-from langchain_om._core.media_tokens import UNKNOWN_PROVIDER_IMAGE as UNKNOWN_PROVIDER_IMAGE
 from langchain_om._core.media_tokens import ProviderFamily as ProviderFamily
 from langchain_om._core.media_tokens import (
     _Media,
@@ -75,11 +73,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CACHE_VERSION",
+    "CallableTokenCounter",
     "CONVERSATION_OVERHEAD",
     "HEURISTIC_SOURCE",
     "MESSAGE_OVERHEAD",
     "TOOL_CALL_OVERHEAD",
     "TokenCounter",
+    "as_token_counter",
     "count_tokens",
     "estimate_file_tokens",
     "estimate_image_tokens",
@@ -88,7 +88,7 @@ __all__ = [
     "reset_fallback_warning",
 ]
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 """Version of the cache entry format and of the part accounting; bump to invalidate."""
 MESSAGE_OVERHEAD = 4
 """Tokens added per message (role and message framing)."""
@@ -201,12 +201,14 @@ def _warn_fallback(name: str, exc: Exception) -> None:
 
 
 def _digest(text: str) -> str:
-    # CRC-32 of the UTF-8 bytes, with their length in the high bits. The key only has to notice
-    # that a message's own content changed; a stale hit needs an edit that keeps both the byte
-    # length and the CRC (about 1 in 4e9) and costs a slightly wrong estimate. It is about twice
-    # as fast as sha256, and hashing is a large share of the cost of a cache hit.
-    data = text.encode("utf-8", "surrogatepass")
-    return "%x" % (len(data) << 32 | zlib.crc32(data))
+    # Length plus a CRC-32 of the first and last 64 characters. The key only has to notice that
+    # a message's own content changed: messages are not edited in place, a changed message
+    # almost always changes its length or its ends, and a stale hit costs a slightly wrong
+    # estimate. Sampling keeps a cache hit O(1) in the text's length, which matters for
+    # messages reloaded from a checkpoint (new objects, so every text is fingerprinted again).
+    n = len(text)
+    sample = text if n <= 128 else text[:64] + text[-64:]
+    return "%x.%x" % (n, zlib.crc32(sample.encode("utf-8", "surrogatepass")))
 
 
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
@@ -296,7 +298,11 @@ class TokenCounter:
         encoding: tiktoken encoding name (``o200k_base``, ``cl100k_base``, …).
         source: ``"auto"`` (tiktoken, else heuristic), ``"tiktoken"`` or ``"heuristic"``.
         provider: Provider of the model the messages go to (``"openai"``, ``"anthropic"``,
-            ``"google_genai"``, …); selects the image and file estimates.
+            ``"google_genai"``, …); selects the image and file estimates. None (the default)
+            follows the agent's model: the engine binds the counter to it each step (see
+            :meth:`for_model`). A provider given here is kept.
+        model: Name of that model (``"gpt-4o-mini"``, ``"gemini-3-pro"``, …); some image
+            rates depend on it.
 
     Raises:
         OMConfigError: ``source`` or ``encoding`` is not a known value.
@@ -311,6 +317,7 @@ class TokenCounter:
         *,
         source: Source = "auto",
         provider: str | None = None,
+        model: str | None = None,
     ) -> None:
         from langchain_om._tiktoken_offline import ENCODING_FILES
 
@@ -328,7 +335,10 @@ class TokenCounter:
         self.encoding = encoding
         self.requested_source: Source = source
         self.provider = provider
+        self.model = model
+        self.pinned = provider is not None
         self._family = _provider_family(provider)
+        self._bound: dict[str, TokenCounter] = {}
         self.encode_calls = 0
         self._source: str | None = None
         self._count: Callable[[str], int] = heuristic_count
@@ -336,8 +346,26 @@ class TokenCounter:
     def __repr__(self) -> str:
         return (
             f"TokenCounter(encoding={self.encoding!r}, source={self.requested_source!r}, "
-            f"provider={self.provider!r})"
+            f"provider={self.provider!r}, model={self.model!r})"
         )
+
+    def for_model(self, model_id: str | None) -> TokenCounter:
+        """This counter with the image and file rules of the agent's model ``provider/model``.
+
+        A counter built with an explicit ``provider`` (and ``None``/``""``) returns itself.
+        Bound counters share the tokenizer and are built once per model id.
+        """
+        if self.pinned or not model_id:
+            return self
+        bound = self._bound.get(model_id)
+        if bound is None:
+            provider, _, name = model_id.partition("/")
+            bound = copy.copy(self)
+            bound.provider, bound.model = (provider, name) if name else (None, provider)
+            bound._family = _provider_family(bound.provider)
+            bound._bound = {}
+            self._bound[model_id] = bound
+        return bound
 
     def _resolve(self) -> str:
         if self.requested_source == "heuristic":
@@ -509,7 +537,10 @@ class TokenCounter:
                     return
             elif kind in _IMAGE_TYPES or kind in _FILE_TYPES:
                 media = _media(block, kind in _IMAGE_TYPES)
-                key = f"media:{_digest(_media_key_payload(media, self._family))}"
+                if media.client is not None:  # caller-supplied: its value is the key
+                    parts.append((f"client={media.client}", media))
+                    return
+                key = f"media:{_digest(_media_key_payload(media, self._family, self.model))}"
                 parts.append((key, media))
                 return
             elif kind in _TOOL_CALL_TYPES:
@@ -526,7 +557,7 @@ class TokenCounter:
         if isinstance(payload, str):
             return self.count_text(payload)
         if isinstance(payload, _Media):  # a NamedTuple: test it before plain tuples
-            return _media_tokens(payload, self.provider)
+            return _media_tokens(payload, self.provider, self.model, self.count_text)
         return self.count_text(_tool_call_text(*payload))
 
     # -- cache ------------------------------------------------------------------------------
@@ -553,13 +584,170 @@ class TokenCounter:
             n = reuse.get(part[0])
             if n is None:
                 n = self._part_tokens(part)
-            counted.append({"k": part[0], "n": n})
+            item: dict[str, Any] = {"k": part[0], "n": n}
+            if part[0].startswith("client="):
+                item["s"] = "client"  # a caller's estimate, not ours
+            counted.append(item)
             total += n
         if not isinstance(om, dict):
             om = {}
             metadata[OM_META_KEY] = om
         om["tok"] = {"v": CACHE_VERSION, "src": source, "parts": counted}
         return total
+
+
+# ---------------------------------------------------------------------------------------------
+# LangChain-style counters
+# ---------------------------------------------------------------------------------------------
+
+MessageCounter = Callable[[list["BaseMessage"]], int]
+"""A LangChain ``token_counter``: ``count_tokens_approximately``, ``model.get_num_tokens_from_messages``."""
+
+
+def _callable_name(fn: Callable[..., Any]) -> str:
+    """A stable name for a counting function (the cache source of its counts)."""
+    if isinstance(fn, functools.partial):
+        args = ",".join(f"{k}={v!r}" for k, v in sorted(fn.keywords.items()))
+        return f"{_callable_name(fn.func)}({args})"
+    owner = getattr(fn, "__self__", None)
+    name = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
+    if owner is not None and not isinstance(owner, type):
+        model = next(
+            (v for a in ("model_name", "model", "model_id") if isinstance(v := getattr(owner, a, None), str)),
+            "",
+        )
+        name += f"[{model}]"
+    return name
+
+
+class CallableTokenCounter(TokenCounter):
+    """A :class:`TokenCounter` that counts with a LangChain ``token_counter`` callable.
+
+    With ``per_message=True`` (the default) each message is counted alone, as
+    ``fn([message]) - fn([])``, and that count is cached on the message like the built-in
+    counter's, so unchanged messages are never recounted; a conversation is ``fn([])`` plus its
+    messages. That is exact for counters that add up per message (``count_tokens_approximately``
+    rounds once per call, so the sum can exceed one whole-list call by under a token per
+    message). Pass ``per_message=False`` for a counter that is not additive: every count then
+    calls ``fn`` on the whole list, uncached. Text is counted as ``fn([HumanMessage(text)])``
+    minus the count of an empty ``HumanMessage``.
+
+    Args:
+        fn: ``Callable[[list[BaseMessage]], int]``.
+        per_message: Count and cache per message (see above).
+        name: Cache source name; by default built from the function (and its model for a bound
+            method such as ``model.get_num_tokens_from_messages``). Counts cached under one
+            name are reused by any counter with that name.
+    """
+
+    def __init__(
+        self, fn: MessageCounter, *, per_message: bool = True, name: str | None = None
+    ) -> None:
+        super().__init__(source="heuristic")
+        self.fn = fn
+        self.per_message = per_message
+        self.name = name or _callable_name(fn)
+        self._source = f"callable:{self.name}"
+        self._empty_list: int | None = None
+        self._empty_text: int | None = None
+
+    def __repr__(self) -> str:
+        return f"CallableTokenCounter({self.name!r}, per_message={self.per_message})"
+
+    def for_model(self, model_id: str | None) -> TokenCounter:
+        """The callable decides how media count: the same counter for every model."""
+        return self
+
+    def _call(self, messages: list[BaseMessage]) -> int:
+        self.encode_calls += 1
+        n = self.fn(messages)
+        if isinstance(n, bool) or not isinstance(n, int | float) or n < 0:
+            raise OMConfigError(
+                f"token_counter {self.name} returned {n!r} instead of a token count; pass a "
+                "function that takes a list of messages and returns an int",
+                option="token_counter",
+            )
+        return math.ceil(n)
+
+    def _baseline(self) -> int:
+        if self._empty_list is None:
+            self._empty_list = self._call([])
+        return self._empty_list
+
+    def count_text(self, text: str) -> int:
+        """Tokens of ``text``: a user message holding it, minus an empty user message."""
+        if not text:
+            return 0
+        from langchain_core.messages import HumanMessage
+
+        if self._empty_text is None:
+            self._empty_text = self._call([HumanMessage("")])
+        return max(0, self._call([HumanMessage(text)]) - self._empty_text)
+
+    def count_message(self, message: BaseMessage) -> int:
+        """``fn([message]) - fn([])``, cached on the message while its content is unchanged."""
+        parts, n_calls = self._parts(message)
+        key = "msg:" + _digest(
+            f"{type(message).__name__}|{n_calls}|" + "|".join(p[0] for p in parts)
+        )
+        metadata: object = message.response_metadata
+        om = metadata.get(OM_META_KEY) if isinstance(metadata, dict) else None
+        entry = om.get("tok") if isinstance(om, dict) else None
+        if (
+            isinstance(entry, dict)
+            and entry.get("src") == self._source
+            and entry.get("v") == CACHE_VERSION
+            and isinstance(entry.get("parts"), list)
+            and len(entry["parts"]) == 1
+            and isinstance(item := entry["parts"][0], dict)
+            and item.get("k") == key
+            and type(n := item.get("n")) is int
+            and n >= 0
+        ):
+            return n
+        n = max(0, self._call([message]) - self._baseline())
+        if isinstance(metadata, dict):
+            if not isinstance(om, dict):
+                om = {}
+                metadata[OM_META_KEY] = om
+            om["tok"] = {"v": CACHE_VERSION, "src": self._source, "parts": [{"k": key, "n": n}]}
+        return n
+
+    def count_messages(self, messages: Sequence[BaseMessage]) -> int:
+        """Count a conversation (0 if empty)."""
+        if not messages:
+            return 0
+        if not self.per_message:
+            return self._call(list(messages))
+        return self._baseline() + sum(self.count_message(m) for m in messages)
+
+
+def as_token_counter(value: object) -> TokenCounter:
+    """The counter for a ``token_counter=`` argument.
+
+    Args:
+        value: None (the process-wide counter), a :class:`TokenCounter`, ``"approximate"``
+            (LangChain's ``count_tokens_approximately``) or any
+            ``Callable[[list[BaseMessage]], int]``.
+
+    Raises:
+        OMConfigError: ``value`` is none of these.
+    """
+    if value is None:
+        return get_default_counter()
+    if isinstance(value, TokenCounter):
+        return value
+    if value == "approximate":
+        from langchain_core.messages.utils import count_tokens_approximately
+
+        return CallableTokenCounter(count_tokens_approximately, name="approximate")
+    if callable(value):
+        return CallableTokenCounter(cast("MessageCounter", value))
+    raise OMConfigError(
+        f"token_counter must be a TokenCounter, 'approximate' or a function taking a list of "
+        f"messages and returning an int, got {value!r}",
+        option="token_counter",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
