@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
@@ -273,7 +273,7 @@ def _tokens_or_fraction(example: int) -> BeforeValidator:
         f"Use a whole number of tokens such as {example}, or ('fraction', 0.4) for a share of "
         "the agent model's context window."
     )
-    whole = _positive_tokens(example).func
+    whole = cast("Callable[[Any], Any]", _positive_tokens(example).func)
 
     def validate(value: Any) -> Any:
         if isinstance(value, list | tuple) and len(value) == 2 and value[0] == "fraction":

@@ -45,14 +45,14 @@ from langchain_om._config_rules import (
     _extractors,
     _failure_policy,
     _Invalid,
-    _resolve_fraction,
-    _tokens_or_fraction,
     _nested_model,
     _numeric,
     _positive_tokens,
+    _resolve_fraction,
     _short,
     _sub_config,
     _to_error,
+    _tokens_or_fraction,
 )
 from langchain_om.errors import OMConfigError
 

@@ -25,9 +25,9 @@ from langgraph.constants import TAG_NOSTREAM
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
+from langchain_om._actor import ActorModel, describe_actor
 from langchain_om._core.record import coerce_record, new_record
 from langchain_om._core.render import MemoryContext, render_memory
-from langchain_om._actor import ActorModel, describe_actor
 from langchain_om._core.tokens import MessageCounter, TokenCounter, as_token_counter
 from langchain_om._core.types import OMRecord
 from langchain_om._cycles import (
@@ -54,7 +54,7 @@ from langchain_om._turn import (
     turn_plan,
 )
 from langchain_om.config import ObservationalMemoryConfig
-from langchain_om.errors import OMUsageError
+from langchain_om.errors import OMConfigError, OMUsageError
 from langchain_om.events import OMEvent, StatusEvent
 from langchain_om.extractors import check_extractors
 from langchain_om.models import (
@@ -257,9 +257,16 @@ class ObservationalMemory:
         if env is None:
             config = self.config
             if config.uses_fractions:
-                label = repr(actor.model_id) if actor else "the agent's model (not given)"
+                if actor is None:
+                    raise OMConfigError(
+                        "Fractional thresholds are a share of the agent model's context window, "
+                        "and no agent model is known here. Pass actor_model=<the agent's chat "
+                        "model> to ObservationalMemory (or to step()), or use absolute token "
+                        "counts.",
+                        option="actor_model",
+                    )
                 config = config.for_context_window(
-                    actor.max_input_tokens if actor else None, model=label
+                    actor.max_input_tokens, model=repr(actor.model_id)
                 )
             env = replace(
                 self._base_env,
@@ -275,6 +282,11 @@ class ObservationalMemory:
         last = record.get("last_actor_model") if record else None
         actor = self._actors.get(last) if isinstance(last, str) else None
         return self._env_for(actor or self._actor_default)
+
+    @property
+    def needs_actor_model(self) -> bool:
+        """Whether steps need the agent's model to resolve fractional thresholds."""
+        return self.config.uses_fractions and self._actor_default is None
 
     @property
     def _env(self) -> TurnEnv:
@@ -383,6 +395,10 @@ class ObservationalMemory:
     ) -> tuple[TurnInput, TurnEnv]:
         opts: dict[str, Any] = dict(options)
         actor = self._remember_actor(opts.get("actor_model")) or self._actor_default
+        if actor is None:  # the model that answered last in this thread, if any
+            last = coerce_record(opts.get("record"))
+            name = last.get("last_actor_model") if last else None
+            actor = self._actors.get(name) or describe_actor(name) if name else None
         opts["actor_model"] = actor.model_id if actor else None
         renames = {"observe": "allow_observe", "reflect": "allow_reflect"}
         fields: dict[str, Any] = {

@@ -64,6 +64,9 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         self.memory = memory
         self._name = name
         self.tools = list(memory.tools)
+        # The agent's model, learned from the first model call (counting rules, fractions).
+        self._actor: Any = None
+        self._deferred: set[str | None] = set()
 
     @property
     def name(self) -> str:
@@ -90,6 +93,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             "window": split.window,
             "step_number": step_number(split.window),
             "emit": emit,
+            "actor_model": self._actor,
         }
 
     def before_model(
@@ -97,13 +101,24 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
     ) -> dict[str, Any] | None:
         """Run the OM step before each model call."""
         args = self._step_args(dict(state), runtime)
+        if self._defer(args):
+            return None
         return self._update(state["messages"], self.memory.step(**args))
+
+    def _defer(self, args: dict[str, Any]) -> bool:
+        """Fractional thresholds need the agent's model: before its first call, step later."""
+        if args["actor_model"] is not None or not self.memory.needs_actor_model:
+            return False
+        self._deferred.add(args["thread_id"])
+        return True
 
     async def abefore_model(
         self, state: ObservationalMemoryState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Async twin of :meth:`before_model`."""
         args = self._step_args(dict(state), runtime)
+        if self._defer(args):
+            return None
         return self._update(state["messages"], await self.memory.astep(**args))
 
     @staticmethod
@@ -134,7 +149,14 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         Returns the request to send and a state update (``None`` when nothing changed).
         """
         actor = model_id(request.model)
+        self._actor = request.model
         state = dict(request.state)
+        if self._deferred:
+            args = self._step_args(state, request.runtime)
+            del args["actor_model"]  # passed as __actor__
+            if args["thread_id"] in self._deferred:
+                self._deferred.discard(args["thread_id"])
+                return request, {"__step__": args, "__actor__": request.model}
         record = state.get(OM_STATE_KEY)
         if not isinstance(record, dict) or record.get("last_actor_model") == actor:
             return request, None
@@ -146,6 +168,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         ):
             args = self._step_args(state, request.runtime)
             args["emit"] = None
+            del args["actor_model"]  # passed as __actor__
             return request, {"__step__": args, "__actor__": actor}
         updated = {**record, "last_actor_model": actor}
         return request, {OM_STATE_KEY: updated}

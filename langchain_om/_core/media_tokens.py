@@ -180,8 +180,8 @@ def estimate_image_tokens(
     name = (model or "").lower().removeprefix("models/")
     if family == "google":
         if name.startswith("gemini-3"):
-            resolution = (media_resolution or "unspecified").lower().removeprefix(
-                "media_resolution_"
+            resolution = (
+                (media_resolution or "unspecified").lower().removeprefix("media_resolution_")
             )
             return GEMINI_3_IMAGE_TOKENS.get(resolution, GEMINI_3_IMAGE_TOKENS["unspecified"])
         if not known:

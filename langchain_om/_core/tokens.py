@@ -208,7 +208,7 @@ def _digest(text: str) -> str:
     # messages reloaded from a checkpoint (new objects, so every text is fingerprinted again).
     n = len(text)
     sample = text if n <= 128 else text[:64] + text[-64:]
-    return "%x.%x" % (n, zlib.crc32(sample.encode("utf-8", "surrogatepass")))
+    return f"{n:x}.{zlib.crc32(sample.encode('utf-8', 'surrogatepass')):x}"
 
 
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
@@ -601,7 +601,8 @@ class TokenCounter:
 # ---------------------------------------------------------------------------------------------
 
 MessageCounter = Callable[[list["BaseMessage"]], int]
-"""A LangChain ``token_counter``: ``count_tokens_approximately``, ``model.get_num_tokens_from_messages``."""
+"""A LangChain ``token_counter``, e.g. ``count_tokens_approximately`` or
+``model.get_num_tokens_from_messages``."""
 
 
 def _callable_name(fn: Callable[..., Any]) -> str:
@@ -613,7 +614,11 @@ def _callable_name(fn: Callable[..., Any]) -> str:
     name = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
     if owner is not None and not isinstance(owner, type):
         model = next(
-            (v for a in ("model_name", "model", "model_id") if isinstance(v := getattr(owner, a, None), str)),
+            (
+                v
+                for a in ("model_name", "model", "model_id")
+                if isinstance(v := getattr(owner, a, None), str)
+            ),
             "",
         )
         name += f"[{model}]"
