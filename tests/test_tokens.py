@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import gc
 import gzip
 import hashlib
 import json
@@ -440,20 +439,13 @@ def test_text_keys_agree_across_message_shapes(counter: TokenCounter) -> None:
     ]
 
 
-def test_recount_memo_follows_the_message_and_its_content(counter: TokenCounter) -> None:
+def test_equal_content_in_a_new_string_hits_the_cache(counter: TokenCounter) -> None:
     msg = HumanMessage(PARAGRAPHS[0])
     n = counter.count_message(msg)
-    assert id(msg) in tokens._SEEN
-    # An equal but distinct string still matches the cached key.
-    msg.content = "".join(list(PARAGRAPHS[0]))
+    msg.content = "".join(list(PARAGRAPHS[0]))  # equal but distinct string
     calls = counter.encode_calls
     assert counter.count_message(msg) == n
     assert counter.encode_calls == calls
-    # The memo entry goes away with the message.
-    ident = id(msg)
-    del msg
-    gc.collect()
-    assert ident not in tokens._SEEN
 
 
 def test_message_subclasses_are_recognised(counter: TokenCounter) -> None:

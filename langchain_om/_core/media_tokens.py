@@ -4,7 +4,7 @@
 file/audio/video table (:data:`FILE_UNIT_TOKENS`). The private helpers read what those need from
 the many shapes of LangChain image/file content blocks (``_media``), sniff image dimensions from
 the first bytes of PNG, GIF, WebP and JPEG data (``_image_size``; never the network) and build the
-cache-key payload of a block (``_media_key_payload``). :mod:`langchain_om._core.tokens` counts
+its cache key (in :mod:`langchain_om._core.tokens`). :mod:`langchain_om._core.tokens` counts
 messages with them and re-exports the public names.
 
 Images follow the provider's documented arithmetic:
@@ -515,22 +515,3 @@ def _media_tokens(
         seconds=media.seconds,
         text_bytes=text_bytes,
     )
-
-
-def _media_key_payload(media: _Media, family: str | None, model: str | None) -> str:
-    # What the estimate reads, plus the payload's length and its first and last 64 characters:
-    # enough to notice another attachment, without reading a multi-megabyte payload each time.
-    data = media.data
-    if isinstance(data, bytes):
-        head, tail = data[:48].hex(), data[-48:].hex()
-    elif data is not None:
-        head, tail = data[:64], data[-64:]
-    else:
-        head = tail = ""
-    fields = (
-        family,
-        model if family in (None, "openai", "google") else None,
-        media.image,
-        *media[2:],  # everything but the payload, which enters through the fingerprint only
-    )
-    return f"{fields!r}\x00{len(data) if data is not None else -1}\x00{head}\x00{tail}"

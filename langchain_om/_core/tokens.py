@@ -39,10 +39,9 @@ import math
 import re
 import threading
 import warnings
-import weakref
 import zlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
 
 from langchain_core.messages import AIMessage, ToolMessage
 
@@ -56,10 +55,9 @@ from langchain_om._core.media_tokens import GEMINI_IMAGE as GEMINI_IMAGE
 from langchain_om._core.media_tokens import OPENAI_IMAGE_BASE as OPENAI_IMAGE_BASE
 from langchain_om._core.media_tokens import OPENAI_IMAGE_TILE as OPENAI_IMAGE_TILE
 from langchain_om._core.media_tokens import ProviderFamily as ProviderFamily
+from langchain_om._core.media_tokens import _client_estimate as _client_value
 from langchain_om._core.media_tokens import (
-    _Media,
     _media,
-    _media_key_payload,
     _media_tokens,
     _provider_family,
     estimate_file_tokens,
@@ -207,8 +205,9 @@ def _digest(text: str) -> str:
     # estimate. Sampling keeps a cache hit O(1) in the text's length, which matters for
     # messages reloaded from a checkpoint (new objects, so every text is fingerprinted again).
     n = len(text)
-    sample = text if n <= 128 else text[:64] + text[-64:]
-    return f"{n:x}.{zlib.crc32(sample.encode('utf-8', 'surrogatepass')):x}"
+    if n > 128:
+        text = text[:64] + text[-64:]
+    return "%d.%d" % (n, zlib.crc32(text.encode("utf-8", "surrogatepass")))  # noqa: UP031 - fastest
 
 
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
@@ -221,10 +220,59 @@ def _json(value: object) -> str:
         return repr(value)
 
 
+class _Block(NamedTuple):
+    """An image/file block, read (``_media``) and estimated only on a cache miss."""
+
+    block: dict[str, Any]
+    image: bool
+
+
 # A part: (cache key, payload). The payload is counted only on a cache miss: a str goes to
-# the tokenizer, a (name, args) tuple is a tool call, a _Media is estimated from metadata.
+# the tokenizer, a (name, args) tuple is a tool call, a _Block is estimated from metadata.
 # Plain tuples: the cache-hit path builds one per part, and tuples are cheapest.
-_Part = tuple[str, "str | tuple[object, object] | _Media"]
+_Part = tuple[str, "str | tuple[object, object] | _Block"]
+
+
+def _sample(text: str) -> str:
+    return text if len(text) <= 64 else f"{len(text)}:{text[:32]}{text[-32:]}"
+
+
+def _fingerprint(value: object, out: list[str], depth: int = 0) -> None:
+    """Append a short description of ``value``: long strings by length and ends only."""
+    if isinstance(value, str):
+        out.append(_sample(value))
+    elif isinstance(value, dict) and depth < 6:
+        for key, item in value.items():
+            out.append(str(key))
+            _fingerprint(item, out, depth + 1)
+    elif isinstance(value, list | tuple) and depth < 6:
+        out.append("[")
+        for item in value:
+            _fingerprint(item, out, depth + 1)
+        out.append("]")
+    elif isinstance(value, bytes):
+        out.append(f"{len(value)}:{value[:24].hex()}{value[-24:].hex()}")
+    else:
+        out.append(repr(value)[:64])
+
+
+def _block_fingerprint(block: dict[str, Any], family: str | None, model: str | None) -> str:
+    """What a media estimate depends on: the rules in use and the block's fields.
+
+    Payloads (base64 data, data URLs) enter by length and their first and last 32 characters,
+    so a cache hit never reads a multi-megabyte attachment.
+    """
+    out = [str(family), str(model) if family in (None, "openai", "google") else ""]
+    _fingerprint(block, out)
+    return "\x00".join(out)
+
+
+def _client_estimate(block: dict[str, Any]) -> int | None:
+    """A caller's ``token_estimate`` on the block (or its ``metadata``/``extras``)."""
+    for holder in (block, block.get("metadata"), block.get("extras")):
+        if isinstance(holder, dict) and "token_estimate" in holder:
+            return _client_value(holder["token_estimate"])
+    return None
 
 
 def _text_part(kind: str, text: str) -> _Part:
@@ -249,27 +297,6 @@ def _tool_call_text(name: object, args: object) -> str:
 # ---------------------------------------------------------------------------------------------
 # The counter
 # ---------------------------------------------------------------------------------------------
-
-
-# id(message) -> (weak reference to it, its str content, that content's part key). A message
-# object recounted with the same content object skips hashing its text. Within a LangGraph run
-# the same message objects are counted again before every model call; messages loaded from a
-# checkpoint are new objects and take the hashing path. An entry is dropped with its message.
-_SEEN: dict[int, tuple[weakref.ReferenceType[Any], str, str]] = {}
-
-
-def _remember(message: BaseMessage, content: str, key: str) -> None:
-    ident = id(message)
-
-    def forget(ref: weakref.ReferenceType[Any]) -> None:
-        current = _SEEN.get(ident)
-        if current is not None and current[0] is ref:
-            _SEEN.pop(ident, None)
-
-    try:
-        _SEEN[ident] = (weakref.ref(message, forget), content, key)
-    except TypeError:  # not weakly referenceable: just don't remember it
-        pass
 
 
 # Message classes sorted once into plain / AI / tool: isinstance on pydantic classes is slow.
@@ -417,14 +444,14 @@ class TokenCounter:
             )
         ):
             # Hot path (most messages): one text part; same result as self._parts.
-            seen = _SEEN.get(id(message))
-            if seen is not None and seen[1] is content and seen[0]() is message:
-                parts: list[_Part] = [(seen[2], content)]
-            elif content:
-                parts = [("text:" + _digest(content), content)]
-                _remember(message, content, parts[0][0])
-            else:
-                parts = []
+            parts: list[_Part] = [("text:" + _digest(content), content)] if content else []
+            overhead = MESSAGE_OVERHEAD
+        elif kind == _TOOL and type(content) is str and not message.name:
+            # Tool results: the text, then the call id; same result as self._parts.
+            parts = [("text:" + _digest(content), content)] if content else []
+            call_id = cast("ToolMessage", message).tool_call_id
+            if call_id and isinstance(call_id, str):
+                parts.append(_short_part("id", call_id))
             overhead = MESSAGE_OVERHEAD
         else:
             parts, n_calls = self._parts(message)
@@ -536,12 +563,12 @@ class TokenCounter:
                         parts.append(_text_part("text", text))
                     return
             elif kind in _IMAGE_TYPES or kind in _FILE_TYPES:
-                media = _media(block, kind in _IMAGE_TYPES)
-                if media.client is not None:  # caller-supplied: its value is the key
-                    parts.append((f"client={media.client}", media))
+                client = _client_estimate(block)
+                if client is not None:  # caller-supplied: its value is the key
+                    parts.append((f"client={client}", _Block(block, kind in _IMAGE_TYPES)))
                     return
-                key = f"media:{_digest(_media_key_payload(media, self._family, self.model))}"
-                parts.append((key, media))
+                key = f"media:{_digest(_block_fingerprint(block, self._family, self.model))}"
+                parts.append((key, _Block(block, kind in _IMAGE_TYPES)))
                 return
             elif kind in _TOOL_CALL_TYPES:
                 block_id = block.get("id")
@@ -556,8 +583,9 @@ class TokenCounter:
         payload = part[1]
         if isinstance(payload, str):
             return self.count_text(payload)
-        if isinstance(payload, _Media):  # a NamedTuple: test it before plain tuples
-            return _media_tokens(payload, self.provider, self.model, self.count_text)
+        if isinstance(payload, _Block):  # a NamedTuple: test it before plain tuples
+            media = _media(payload.block, payload.image)
+            return _media_tokens(media, self.provider, self.model, self.count_text)
         return self.count_text(_tool_call_text(*payload))
 
     # -- cache ------------------------------------------------------------------------------
