@@ -63,3 +63,20 @@ def test_table_is_data_and_reexported() -> None:
     # Specific OpenAI rows come before the general one, or they could never match.
     openai = [rule for rule in CACHE_TTL_RULES if rule.provider == "openai"]
     assert openai[-1].model is None and openai[-1].retention is None
+
+
+def test_retention_is_read_from_the_agent_model() -> None:
+    from langchain_om import ObservationalMemory
+    from langchain_om._actor import describe_actor
+    from langchain_om.testing import ScriptedChatModel, memory_model
+
+    model = ScriptedChatModel(script=["x"], model="gpt-5", provider="openai")
+    bound = model.bind(prompt_cache_retention="24h")
+    actor = describe_actor(bound)
+    assert actor is not None and actor.model_id == "openai/gpt-5"
+    assert actor.prompt_cache_retention == "24h"
+    assert describe_actor(model) == describe_actor("openai/gpt-5")  # nothing else known
+    memory = ObservationalMemory(model=memory_model(), activate_after_idle="auto")
+    env = memory._env_for(actor)  # what the engine's step plans see for this agent model
+    assert env.cache_retention == "24h"
+    assert auto_ttl_ms(actor.model_id, retention=env.cache_retention) == 60 * MIN
