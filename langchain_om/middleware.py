@@ -25,6 +25,7 @@ from langchain.agents.middleware.types import (
     ModelResponse,
     PrivateStateAttr,
 )
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
@@ -47,12 +48,16 @@ __all__ = ["ObservationalMemoryMiddleware", "ObservationalMemoryState"]
 
 @dataclass(frozen=True)
 class _ActorStep:
-    """The step to run before a model call whose provider changed (to activate buffered work)."""
+    """The step to run inside a model call, before the model is called.
+
+    Either the provider changed (buffered work activates first) or the first step was deferred
+    until the agent's model was known (fractional thresholds).
+    """
 
     args: dict[str, Any]
     """Arguments of :meth:`ObservationalMemory.step` for the current state."""
-    actor: str
-    """``provider/model`` of the model about to be called."""
+    actor: BaseChatModel | str
+    """The model about to be called, or its ``provider/model``."""
 
 
 class ObservationalMemoryState(AgentState[Any]):
@@ -81,6 +86,9 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         self.memory = memory
         self._name = name
         self.tools = list(memory.tools)
+        # The agent's model, learned from the first model call (counting rules, fractions).
+        self._actor: Any = None
+        self._deferred: set[str | None] = set()
 
     @property
     def name(self) -> str:
@@ -107,6 +115,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             "window": split.window,
             "step_number": step_number(split.window),
             "emit": emit,
+            "actor_model": self._actor,
         }
 
     def before_model(
@@ -114,13 +123,24 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
     ) -> dict[str, Any] | None:
         """Run the OM step before each model call."""
         args = self._step_args(dict(state), runtime)
+        if self._defer(args):
+            return None
         return self._update(state["messages"], self.memory.step(**args))
+
+    def _defer(self, args: dict[str, Any]) -> bool:
+        """Fractional thresholds need the agent's model: before its first call, step later."""
+        if args["actor_model"] is not None or not self.memory.needs_actor_model:
+            return False
+        self._deferred.add(args["thread_id"])
+        return True
 
     async def abefore_model(
         self, state: ObservationalMemoryState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Async twin of :meth:`before_model`."""
         args = self._step_args(dict(state), runtime)
+        if self._defer(args):
+            return None
         return self._update(state["messages"], await self.memory.astep(**args))
 
     @staticmethod
@@ -152,7 +172,14 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         step to run first when the provider changed.
         """
         actor = model_id(request.model)
+        self._actor = request.model
         state = dict(request.state)
+        if self._deferred:
+            args = self._step_args(state, request.runtime)
+            del args["actor_model"]  # passed as the step's actor
+            if args["thread_id"] in self._deferred:
+                self._deferred.discard(args["thread_id"])
+                return request, _ActorStep(args, request.model)
         record = state.get(OM_STATE_KEY)
         if not isinstance(record, dict) or record.get("last_actor_model") == actor:
             return request, None
@@ -164,6 +191,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         ):
             args = self._step_args(state, request.runtime)
             args["emit"] = None
+            del args["actor_model"]  # passed as the step's actor
             return request, _ActorStep(args, actor)
         updated = {**record, "last_actor_model": actor}
         return request, {OM_STATE_KEY: updated}

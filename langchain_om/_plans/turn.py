@@ -22,12 +22,12 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from langchain_om._core.cache_ttl import auto_ttl_ms
 from langchain_om._core.dates import iso, message_time, stamp_messages
 from langchain_om._core.record import new_record
 from langchain_om._core.reflector import select_reflection_slice, should_reflect
 from langchain_om._core.temporal import gap_reminder
 from langchain_om._core.thresholds import (
-    auto_ttl_ms,
     choose_activation,
     chunk_chain,
     should_buffer,
@@ -101,10 +101,10 @@ def _idle_ms(record: OMRecord, now: datetime) -> int | None:
         return None
 
 
-def _ttl(setting: int | str | None, model: str | None) -> int | None:
+def _ttl(setting: int | str | None, model: str | None, retention: str | None) -> int | None:
     if setting is None:
         return None
-    return auto_ttl_ms(model) if setting == "auto" else int(setting)
+    return auto_ttl_ms(model, retention=retention) if setting == "auto" else int(setting)
 
 
 def _early_trigger(
@@ -118,7 +118,7 @@ def _early_trigger(
         else cfg.observation_activate_after_idle_ms
     )
     model = inp.actor_model or record.get("last_actor_model")
-    ttl = _ttl(setting, model)
+    ttl = _ttl(setting, model, env.cache_retention)
     idle = _idle_ms(record, now)
     if ttl is not None and idle is not None and idle >= ttl:
         return "ttl"
@@ -204,7 +204,7 @@ def sync_reflection_due(env: TurnEnv, record: OMRecord) -> bool:
     cfg = env.config
     tokens = record["observation_tokens"]
     if not should_reflect(
-        tokens, cfg.reflection.observation_tokens, record["reflection_suppressed_at_tokens"]
+        tokens, cfg.reflection.observation_tokens_abs, record["reflection_suppressed_at_tokens"]
     ):
         return False
     return not cfg.buffering_enabled or tokens >= cfg.reflection.block_after_tokens
@@ -446,7 +446,7 @@ def _reflection_step(step: _Step) -> Plan[None]:
     cfg = env.config
     record = out.record
     tokens = record["observation_tokens"]
-    threshold = cfg.reflection.observation_tokens
+    threshold = cfg.reflection.observation_tokens_abs
     stored = step.reflection
     if not inp.force_reflect and step.buffering and stored is not None:
         trigger = (
