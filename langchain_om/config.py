@@ -256,6 +256,12 @@ class ObservationConfig(_Options):
     tokens; must resolve below message_tokens; False turns off all async buffering."""
     buffer_on_idle: StrictBool = False
     """Buffer the remaining unobserved messages when an agent turn ends."""
+    use_usage_metadata: StrictBool = False
+    """Also trigger on the provider-reported usage of the last AI reply when it is larger than
+    the estimate: its ``usage_metadata`` total, less the observation log, plus the estimate of
+    the messages after it. It includes the agent's system prompt and tool schemas, so it only
+    decides whether this step crosses the threshold; how much activates or is observed, the
+    status and the buffering intervals keep using the estimate."""
     buffer_activation: Annotated[
         int | float,
         numeric_rule(

@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
@@ -25,6 +25,7 @@ from langchain.agents.middleware.types import (
     ModelResponse,
     PrivateStateAttr,
 )
+from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage
 from langgraph.config import get_config
@@ -202,29 +203,75 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         update: dict[str, Any] | _ActorStep | None,
         outcome: TurnOutcome | None,
     ) -> tuple[ModelRequest, Command[Any] | None]:
+        if outcome is not None:
+            new_update = self._update(request.state["messages"], outcome)
+            window = [m for m in request.messages if m.id not in set(outcome.removed_ids)]
+            new_request = request.override(messages=window)
+            record = new_update[OM_STATE_KEY]
+            return self._with_memory(new_request, record), Command(update=new_update)
         if update is None:
             return self._with_memory(request), None
-        if outcome is None:
-            assert not isinstance(update, _ActorStep)
-            return self._with_memory(request), Command(update=update)
-        new_update = self._update(request.state["messages"], outcome)
-        window = [m for m in request.messages if m.id not in set(outcome.removed_ids)]
-        new_request = request.override(messages=window)
-        return self._with_memory(new_request, new_update[OM_STATE_KEY]), Command(update=new_update)
+        assert not isinstance(update, _ActorStep)
+        return self._with_memory(request), Command(update=update)
+
+    def _overflow_args(
+        self, request: ModelRequest, command: Command[Any] | None, outcome: TurnOutcome | None
+    ) -> dict[str, Any]:
+        """The step that frees context after the model call overflowed (state as sent)."""
+        state = dict(request.state)
+        if command is not None and isinstance(command.update, dict):
+            state[OM_STATE_KEY] = command.update.get(OM_STATE_KEY, state.get(OM_STATE_KEY))
+        args = self._step_args(state, request.runtime)
+        if outcome is not None:
+            args["window"] = outcome.window
+        args["actor_model"] = request.model
+        args["context_overflow"] = True
+        return args
+
+    def _recovered(
+        self, request: ModelRequest, outcome: TurnOutcome | None, recovery: TurnOutcome
+    ) -> tuple[ModelRequest, Command[Any] | None]:
+        """The request to retry and the state update covering both steps of this call."""
+        if outcome is not None:
+            recovery = replace(
+                recovery,
+                removed=[*outcome.removed, *recovery.removed],
+                stamped=[*outcome.stamped, *recovery.stamped],
+                inserted=[*outcome.inserted, *recovery.inserted],
+            )
+        return self._respond(request, None, recovery)
+
+    @staticmethod
+    def _response(
+        response: ModelResponse, command: Command[Any] | None
+    ) -> ModelResponse | ExtendedModelResponse[Any]:
+        if command is None:
+            return response
+        return ExtendedModelResponse(model_response=response, command=command)
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse | ExtendedModelResponse[Any]:
-        """Give the model the memory context (activating first on a provider change)."""
+        """Give the model the memory context (activating first on a provider change).
+
+        When the call raises ``ContextOverflowError``, memory observes synchronously (see
+        ``context_overflow`` of :meth:`ObservationalMemory.step`, reported as
+        ``data-om-context-overflow``) and the call is retried once with the smaller window; the
+        error propagates when nothing could be freed or the retry overflows too.
+        """
         request, update = self._actor_change(request)
         outcome = None
         if isinstance(update, _ActorStep):
             outcome = self.memory.step(**update.args, actor_model=update.actor)
-        request, command = self._respond(request, update, outcome)
-        response = handler(request)
-        if command is None:
-            return response
-        return ExtendedModelResponse(model_response=response, command=command)
+        sent, command = self._respond(request, update, outcome)
+        try:
+            return self._response(handler(sent), command)
+        except ContextOverflowError:
+            recovery = self.memory.step(**self._overflow_args(request, command, outcome))
+            if not recovery.removed:
+                raise  # nothing could be freed: retrying would overflow again
+        sent, command = self._recovered(request, outcome, recovery)
+        return self._response(handler(sent), command)
 
     async def awrap_model_call(
         self,
@@ -236,11 +283,15 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         outcome = None
         if isinstance(update, _ActorStep):
             outcome = await self.memory.astep(**update.args, actor_model=update.actor)
-        request, command = self._respond(request, update, outcome)
-        response = await handler(request)
-        if command is None:
-            return response
-        return ExtendedModelResponse(model_response=response, command=command)
+        sent, command = self._respond(request, update, outcome)
+        try:
+            return self._response(await handler(sent), command)
+        except ContextOverflowError:
+            recovery = await self.memory.astep(**self._overflow_args(request, command, outcome))
+            if not recovery.removed:
+                raise  # nothing could be freed: retrying would overflow again
+        sent, command = self._recovered(request, outcome, recovery)
+        return self._response(await handler(sent), command)
 
     def after_agent(
         self, state: ObservationalMemoryState, runtime: Runtime[Any]

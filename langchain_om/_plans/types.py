@@ -78,6 +78,8 @@ class TurnInput:
     """Run synchronous Observer/Reflector calls (graph gates leave them to their nodes)."""
     emit_status: bool = True
     """Emit ``data-om-status`` (once per model call: the graph's cycle nodes do not)."""
+    context_overflow: bool = False
+    """The agent's model call overflowed its context: observe now, keeping the current turn."""
 
 
 def require_thread_id(thread_id: str | None) -> str:
