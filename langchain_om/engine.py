@@ -89,6 +89,10 @@ class StepOptions(TypedDict, total=False):
     """Allow synchronous Observer/Reflector calls (the graph gate leaves them to nodes)."""
     emit_status: bool
     """Emit ``data-om-status`` (default ``True``)."""
+    context_overflow: bool
+    """The agent's model call overflowed its context window: observe now whatever the
+    thresholds (buffered observations first, the current turn kept) and emit
+    ``data-om-context-overflow``."""
 
 
 class EndTurnOptions(TypedDict):
@@ -252,6 +256,11 @@ class ObservationalMemory:
     def _env(self) -> TurnEnv:
         return self._actors.env_for(self._actors.default)
 
+    def _actor_env(self, model: object, record: Any = None) -> tuple[str | None, TurnEnv]:
+        """The agent model's id (``model``, the default, or ``record``'s last) and its env."""
+        actor = self._actors.resolve(model, record)
+        return (actor.model_id if actor else None), self._actors.env_for(actor)
+
     # -- events ---------------------------------------------------------------------------
 
     def _emit(self, event: OMEvent) -> None:
@@ -285,8 +294,7 @@ class ObservationalMemory:
         self, thread_id: str | None, window: Sequence[BaseMessage], options: StepOptions
     ) -> tuple[TurnInput, TurnEnv]:
         opts: dict[str, Any] = dict(options)
-        actor = self._actors.resolve(opts.get("actor_model"), opts.get("record"))
-        opts["actor_model"] = actor.model_id if actor else None
+        opts["actor_model"], env = self._actor_env(opts.get("actor_model"), opts.get("record"))
         renames = {"observe": "allow_observe", "reflect": "allow_reflect"}
         fields: dict[str, Any] = {
             renames.get(k, k): v for k, v in opts.items() if k not in ("record", "resource_id")
@@ -298,7 +306,7 @@ class ObservationalMemory:
             window=window,
             **fields,
         )
-        return inp, self._actors.env_for(actor)
+        return inp, env
 
     def step(
         self,
@@ -414,19 +422,28 @@ class ObservationalMemory:
         )
 
     def should_observe(
-        self, record: OMRecord | dict[str, Any] | None, window: Sequence[BaseMessage]
+        self,
+        record: OMRecord | dict[str, Any] | None,
+        window: Sequence[BaseMessage],
+        *,
+        actor_model: Any = None,
     ) -> bool:
-        """True when a step would observe ``window`` synchronously now."""
+        """True when a step would observe ``window`` synchronously now.
+
+        ``actor_model`` is the agent's chat model or ``provider/model`` (as for :meth:`step`).
+        """
         rec = coerce_record(record)
         if rec is None:
             return False
-        tokens = self._env.counter.count_messages(window)
-        return sync_observation_due(self._env, rec, tokens, rec["thread_id"])
+        _, env = self._actor_env(actor_model, rec)
+        return sync_observation_due(env, rec, env.counter.count_messages(window), rec["thread_id"])
 
-    def should_reflect(self, record: OMRecord | dict[str, Any] | None) -> bool:
-        """True when a step would reflect synchronously now."""
+    def should_reflect(
+        self, record: OMRecord | dict[str, Any] | None, *, actor_model: Any = None
+    ) -> bool:
+        """True when a step would reflect synchronously now (``actor_model`` as for ``step``)."""
         rec = coerce_record(record)
-        return rec is not None and sync_reflection_due(self._env, rec)
+        return rec is not None and sync_reflection_due(self._actor_env(actor_model, rec)[1], rec)
 
     def render(self, record: OMRecord | dict[str, Any] | None) -> MemoryContext:
         """The memory context (preamble, observation log, hints) for ``record``."""
@@ -477,9 +494,12 @@ class ObservationalMemory:
         thread_id: str,
         resource_id: str | None,
         messages: Sequence[BaseMessage] | None,
+        actor_model: Any = None,
         **force: Any,
     ) -> Plan[ThreadState]:
-        return step_plan(self._env, StandaloneRequest(thread_id, resource_id, messages, **force))
+        actor, env = self._actor_env(actor_model)
+        request = StandaloneRequest(thread_id, resource_id, messages, actor_model=actor, **force)
+        return step_plan(env, request)
 
     def _snapshot(self, thread_id: str, state: ThreadState) -> ThreadSnapshot:
         status = state.status
@@ -495,17 +515,30 @@ class ObservationalMemory:
         )
 
     def add_messages(
-        self, thread_id: str, messages: Sequence[BaseMessage], *, resource_id: str | None = None
+        self,
+        thread_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        resource_id: str | None = None,
+        actor_model: Any = None,
     ) -> ThreadSnapshot:
-        """Append ``messages`` to the thread and run a threshold-driven step (like an agent)."""
-        plan = self._step_plan(thread_id, resource_id, messages, trigger="turn-sync")
+        """Append ``messages`` to the thread and run a threshold-driven step (like an agent).
+
+        ``actor_model`` is the agent's chat model or ``provider/model``, when not the engine's.
+        """
+        plan = self._step_plan(thread_id, resource_id, messages, actor_model, trigger="turn-sync")
         return self._run_standalone(thread_id, plan)
 
     async def aadd_messages(
-        self, thread_id: str, messages: Sequence[BaseMessage], *, resource_id: str | None = None
+        self,
+        thread_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        resource_id: str | None = None,
+        actor_model: Any = None,
     ) -> ThreadSnapshot:
         """Async twin of :meth:`add_messages`."""
-        plan = self._step_plan(thread_id, resource_id, messages, trigger="turn-sync")
+        plan = self._step_plan(thread_id, resource_id, messages, actor_model, trigger="turn-sync")
         return await self._arun_standalone(thread_id, plan)
 
     def observe(
