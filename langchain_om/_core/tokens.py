@@ -188,6 +188,9 @@ def _warn_fallback(name: str, exc: Exception) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+_crc32 = zlib.crc32
+
+
 def _digest(text: str) -> str:
     # Length plus a CRC-32 of the first and last 64 characters. The key only has to notice that
     # a message's own content changed: messages are not edited in place, a changed message
@@ -197,7 +200,11 @@ def _digest(text: str) -> str:
     n = len(text)
     if n > 128:
         text = text[:64] + text[-64:]
-    return "%d.%d" % (n, zlib.crc32(text.encode("utf-8", "surrogatepass")))  # noqa: UP031 - fastest
+    try:
+        data = text.encode()  # the default codec call is several times cheaper than with errors=
+    except UnicodeEncodeError:  # lone surrogates: same bytes as before, via surrogatepass
+        data = text.encode("utf-8", "surrogatepass")
+    return f"{n}.{_crc32(data)}"
 
 
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)

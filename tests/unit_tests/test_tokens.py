@@ -653,3 +653,12 @@ def test_bundled_file_is_byte_identical_to_openai(tmp_path: Path) -> None:
     data = gzip.decompress(path.read_bytes())
     assert len(data) == 3_613_922
     assert hashlib.sha256(data).hexdigest() == offline.ENCODING_FILES["o200k_base"].sha256
+
+
+def test_text_with_a_lone_surrogate_is_counted_and_cached() -> None:
+    counter = TokenCounter(source="heuristic")
+    message = HumanMessage("broken \ud800 pair " * 20)
+    first = counter.count_message(message)
+    calls = counter.encode_calls
+    assert counter.count_message(message) == first
+    assert counter.encode_calls == calls  # the key was computed again, without an error
