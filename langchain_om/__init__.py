@@ -15,7 +15,8 @@ Public API:
     create_recall_tool: the ``recall`` tool (page back to archived raw messages).
     ModelByInputTokens, ModelWithRetries: model selectors.
     Extractor: a named value the Observer keeps up to date.
-    TokenCounter: the offline token counter.
+    TokenCounter: the offline token counter; CallableTokenCounter wraps a LangChain counter
+        (``Callable[[list[BaseMessage]], int]``) and as_token_counter builds either.
     TurnOutcome, MemoryContext, OMRecord, OMEvent: what the engine's methods return and emit
         (a step's outcome, the rendered memory context, the JSON-native record, events).
     langchain_om.testing: scripted chat models for offline tests.
@@ -26,7 +27,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from langchain_om._core.render import MemoryContext
-from langchain_om._core.tokens import TokenCounter
+from langchain_om._core.tokens import CallableTokenCounter, TokenCounter, as_token_counter
 from langchain_om._core.types import OMRecord
 from langchain_om._plans.types import TurnOutcome
 from langchain_om.config import (
@@ -59,6 +60,7 @@ from langchain_om.models import ModelByInputTokens, ModelWithRetries
 from langchain_om.tools import create_recall_tool
 
 __all__ = [
+    "CallableTokenCounter",
     "CycleFailedError",
     "Extractor",
     "Hooks",
@@ -89,5 +91,6 @@ __all__ = [
     "TurnOutcome",
     "__version__",
     "add_observational_memory",
+    "as_token_counter",
     "create_recall_tool",
 ]

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
@@ -261,3 +261,48 @@ def sub_config(value: Any) -> Any:
 def positive_tokens(example: int) -> BeforeValidator:
     fix = f"Use a whole number of tokens, e.g. {example}."
     return numeric_rule("a whole number of tokens, at least 1", fix, lambda x: x >= 1, whole=True)
+
+
+Fraction = tuple[Literal["fraction"], float]
+"""``("fraction", 0.4)``: a share of the agent model's context window."""
+
+
+def tokens_or_fraction(example: int) -> BeforeValidator:
+    """Validator of a token threshold: a whole number >= 1, or ``("fraction", f)``, 0 < f <= 1."""
+    fix = (
+        f"Use a whole number of tokens such as {example}, or ('fraction', 0.4) for a share of "
+        "the agent model's context window."
+    )
+    whole = cast("Callable[[Any], Any]", positive_tokens(example).func)
+
+    def validate(value: Any) -> Any:
+        if isinstance(value, list | tuple) and len(value) == 2 and value[0] == "fraction":
+            share = value[1]
+            number = isinstance(share, int | float) and not isinstance(share, bool)
+            if number and math.isfinite(share) and 0 < share <= 1:
+                return ("fraction", float(share))
+            raise InvalidOption(f"has a fraction of {brief(share)}, not in (0, 1]", fix)
+        try:
+            return whole(value)
+        except InvalidOption:
+            raise InvalidOption(
+                f"must be a whole number of tokens, at least 1, or a fraction; got {brief(value)}",
+                fix,
+            ) from None
+
+    return BeforeValidator(validate)
+
+
+def resolve_fraction(value: int | Fraction, window: int | None, option: str, model: str) -> int:
+    """``value`` in tokens: a fraction of ``window`` (the model's ``max_input_tokens``)."""
+    if not isinstance(value, tuple):
+        return value
+    if window is None:
+        raise InvalidOption(
+            f"is {value!r} of the agent model's context window, but {model} has no "
+            "profile['max_input_tokens']",
+            "Give the model a profile, e.g. ChatModel(..., profile={'max_input_tokens': "
+            "200_000}), or use an absolute token count.",
+            option=option,
+        )
+    return max(1, int(window * value[1]))

@@ -36,6 +36,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from langchain_om._config_rules import (
+    Fraction,
     InvalidOption,
     attachments_rule,
     brief,
@@ -48,8 +49,10 @@ from langchain_om._config_rules import (
     nested_model,
     numeric_rule,
     positive_tokens,
+    resolve_fraction,
     sub_config,
     to_config_error,
+    tokens_or_fraction,
 )
 from langchain_om._providers import DEFAULT_MODEL
 from langchain_om.errors import OMConfigError
@@ -229,8 +232,9 @@ class ObservationConfig(_Options):
     """True forwards attachments to the Observer, False drops them (keeping placeholders),
     'auto' forwards them when the Observer model is multimodal; a list is a case-sensitive MIME
     allowlist with 'image/*' and '*' wildcards."""
-    message_tokens: Annotated[int, positive_tokens(30_000)] = 30_000
-    """Unobserved-message tokens that trigger observation."""
+    message_tokens: Annotated[int | Fraction, tokens_or_fraction(30_000)] = 30_000
+    """Unobserved-message tokens that trigger observation, or ``("fraction", 0.4)`` of the
+    agent model's context window (its LangChain profile's ``max_input_tokens``)."""
     max_tokens_per_batch: Annotated[int, positive_tokens(10_000)] = 10_000
     """Resource scope: token cap of one batch of threads observed together."""
     model_settings: Annotated[ModelSettings, _model_settings(0.3)] = Field(
@@ -252,6 +256,12 @@ class ObservationConfig(_Options):
     tokens; must resolve below message_tokens; False turns off all async buffering."""
     buffer_on_idle: StrictBool = False
     """Buffer the remaining unobserved messages when an agent turn ends."""
+    use_usage_metadata: StrictBool = False
+    """Also trigger on the provider-reported usage of the last AI reply when it is larger than
+    the estimate: its ``usage_metadata`` total, less the observation log, plus the estimate of
+    the messages after it. It includes the agent's system prompt and tool schemas, so it only
+    decides whether this step crosses the threshold; how much activates or is observed, the
+    status and the buffering intervals keep using the estimate."""
     buffer_activation: Annotated[
         int | float,
         numeric_rule(
@@ -291,6 +301,8 @@ class ObservationConfig(_Options):
 
     @model_validator(mode="after")
     def _check_against_message_tokens(self) -> Self:
+        if isinstance(self.message_tokens, tuple):
+            return self  # checked once the fraction is resolved against the model
         limit, interval = self.message_tokens, self.buffer_interval_tokens
         if interval is not None and not 0 < interval < limit:
             raise InvalidOption(
@@ -322,19 +334,24 @@ class ObservationConfig(_Options):
         value = self.buffer_tokens
         if value is False:
             return None
-        return round(value * self.message_tokens) if value < 1 else round(value)
+        return round(value * self.message_tokens_abs) if value < 1 else round(value)
+
+    @property
+    def message_tokens_abs(self) -> int:
+        """``message_tokens`` in tokens; raises when it is a fraction not resolved yet."""
+        return _absolute(self.message_tokens, "observation.message_tokens")
 
     @property
     def retention_floor_tokens(self) -> int:
         """Unobserved tokens kept by an activation: ``message_tokens × (1 − buffer_activation)``."""
         value = self.buffer_activation
-        return round(value) if value >= 1000 else round(self.message_tokens * (1 - value))
+        return round(value) if value >= 1000 else round(self.message_tokens_abs * (1 - value))
 
     @property
     def block_after_tokens(self) -> int:
         """Unobserved tokens at which observation runs synchronously."""
         value = self.block_after
-        return round(value) if value >= 100 else round(value * self.message_tokens)
+        return round(value) if value >= 100 else round(value * self.message_tokens_abs)
 
 
 class ReflectionConfig(_Options):
@@ -346,8 +363,9 @@ class ReflectionConfig(_Options):
     """Text appended to the Reflector's system prompt."""
     extract: _Extractors = ()
     """Extractors run during reflection."""
-    observation_tokens: Annotated[int, positive_tokens(40_000)] = 40_000
-    """Observation tokens that trigger reflection."""
+    observation_tokens: Annotated[int | Fraction, tokens_or_fraction(40_000)] = 40_000
+    """Observation tokens that trigger reflection, or ``("fraction", 0.1)`` of the agent
+    model's context window."""
     model_settings: Annotated[ModelSettings, _model_settings(0.0)] = Field(
         default_factory=lambda: ModelSettings(temperature=0.0)
     )
@@ -374,6 +392,8 @@ class ReflectionConfig(_Options):
 
     @model_validator(mode="after")
     def _check_against_observation_tokens(self) -> Self:
+        if isinstance(self.observation_tokens, tuple):
+            return self  # checked once the fraction is resolved against the model
         if 100 <= self.block_after <= self.observation_tokens:
             raise InvalidOption(
                 f"is {self.block_after} tokens, not above observation_tokens "
@@ -387,12 +407,17 @@ class ReflectionConfig(_Options):
     def block_after_tokens(self) -> int:
         """Observation tokens at which reflection runs synchronously."""
         value = self.block_after
-        return round(value) if value >= 100 else round(value * self.observation_tokens)
+        return round(value) if value >= 100 else round(value * self.observation_tokens_abs)
+
+    @property
+    def observation_tokens_abs(self) -> int:
+        """``observation_tokens`` in tokens; raises when it is a fraction not resolved yet."""
+        return _absolute(self.observation_tokens, "reflection.observation_tokens")
 
     @property
     def buffer_start_tokens(self) -> int:
         """Observation tokens at which background reflection starts."""
-        return round(self.buffer_activation * self.observation_tokens)
+        return round(self.buffer_activation * self.observation_tokens_abs)
 
 
 class RetrievalConfig(_Options):
@@ -626,6 +651,61 @@ class ObservationalMemoryConfig(_Options):
     def retrieval_enabled(self) -> bool:
         """Whether retrieval (source pointers and the recall tool) is on."""
         return self.retrieval is not None
+
+    @property
+    def uses_fractions(self) -> bool:
+        """Whether a threshold is a fraction of the agent model's context window."""
+        return isinstance(self.observation.message_tokens, tuple) or isinstance(
+            self.reflection.observation_tokens, tuple
+        )
+
+    def for_context_window(
+        self, max_input_tokens: int | None, *, model: str = "the agent's model"
+    ) -> ObservationalMemoryConfig:
+        """This config with fractional thresholds turned into tokens of a context window.
+
+        Args:
+            max_input_tokens: The agent model's ``profile["max_input_tokens"]`` (None when its
+                profile lacks it).
+            model: How to name the model in errors.
+
+        Returns:
+            ``self`` when no threshold is a fraction, else a config with absolute thresholds
+            (validated like one given in tokens).
+
+        Raises:
+            OMConfigError: a threshold is a fraction and ``max_input_tokens`` is None, or the
+                resolved thresholds contradict other options.
+        """
+        if not self.uses_fractions:
+            return self
+        try:
+            message = resolve_fraction(
+                self.observation.message_tokens, max_input_tokens, "message_tokens", model
+            )
+            observation = resolve_fraction(
+                self.reflection.observation_tokens, max_input_tokens, "observation_tokens", model
+            )
+        except InvalidOption as invalid:
+            role = "observation" if invalid.option == "message_tokens" else "reflection"
+            invalid.option = f"{role}.{invalid.option}"
+            raise to_config_error(invalid) from None
+        return ObservationalMemoryConfig.coerce(
+            self,
+            observation={"message_tokens": message},
+            reflection={"observation_tokens": observation},
+        )
+
+
+def _absolute(value: int | Fraction, option: str) -> int:
+    if isinstance(value, tuple):
+        raise OMConfigError(
+            f"Option {option!r} is {value!r} of the agent model's context window, which is not "
+            "known here. Pass actor_model=<the agent's chat model> (to ObservationalMemory, the "
+            "graph nodes or the history adapter), or use an absolute token count.",
+            option=option,
+        )
+    return value
 
 
 def _explicit(value: Any) -> Any:

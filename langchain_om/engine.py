@@ -24,11 +24,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
+from langchain_om._actor import ActorEnvs
 from langchain_om._core.dates import iso
 from langchain_om._core.recall import recall_instructions
 from langchain_om._core.record import coerce_record, new_record
 from langchain_om._core.render import MemoryContext, render_memory
-from langchain_om._core.tokens import TokenCounter, get_default_counter
+from langchain_om._core.tokens import MessageCounter, TokenCounter, as_token_counter
 from langchain_om._core.types import OMRecord
 from langchain_om._plans.background import Background
 from langchain_om._plans.cycles import status_event
@@ -81,12 +82,17 @@ class StepOptions(TypedDict, total=False):
     """Allow activation, synchronous observation and buffering (default ``True``)."""
     reflect: bool
     """Allow reflection (default ``True``)."""
-    actor_model: str | None
-    """``provider/model`` of the agent's model (idle TTL ``"auto"``, provider change)."""
+    actor_model: Any
+    """The agent's chat model, or its ``provider/model`` id: image and file estimates, the
+    ``"auto"`` idle TTL, provider change, and fractional thresholds (from the model's profile)."""
     sync_cycles: bool
     """Allow synchronous Observer/Reflector calls (the graph gate leaves them to nodes)."""
     emit_status: bool
     """Emit ``data-om-status`` (default ``True``)."""
+    context_overflow: bool
+    """The agent's model call overflowed its context window: observe now whatever the
+    thresholds (buffered observations first, the current turn kept) and emit
+    ``data-om-context-overflow``."""
 
 
 class EndTurnOptions(TypedDict):
@@ -131,7 +137,12 @@ class ObservationalMemory:
         store: the ``BaseStore`` for the archive and standalone state (in-memory when omitted).
         checkpointer: the checkpointer for graphs built with this memory (in-memory when
             omitted).
-        token_counter: a :class:`TokenCounter` (the process-wide tiktoken counter by default).
+        token_counter: a :class:`TokenCounter` (the process-wide tiktoken counter by default),
+            ``"approximate"`` (LangChain's ``count_tokens_approximately``) or any
+            ``Callable[[list[BaseMessage]], int]`` such as ``model.get_num_tokens_from_messages``.
+            A ``TokenCounter`` without an explicit ``provider`` follows the agent's model.
+        actor_model: the agent's chat model (or ``"provider/model"``) when no front door passes
+            it (standalone methods); needed there for fractional thresholds.
         on_debug_event: called with every OM event.
         clock: returns "now" (timezone-aware); injectable for tests.
         timezone: IANA zone used to render dates for the Observer in new records.
@@ -156,7 +167,8 @@ class ObservationalMemory:
         *,
         store: BaseStore | None = None,
         checkpointer: BaseCheckpointSaver[Any] | None = None,
-        token_counter: TokenCounter | None = None,
+        token_counter: TokenCounter | MessageCounter | Literal["approximate"] | None = None,
+        actor_model: Any = None,
         on_debug_event: Callable[[OMEvent], None] | None = None,
         clock: Callable[[], datetime] | None = None,
         timezone: str = "UTC",
@@ -170,7 +182,7 @@ class ObservationalMemory:
         self.checkpointer: BaseCheckpointSaver[Any] = (
             checkpointer if checkpointer is not None else InMemorySaver()
         )
-        self.counter = token_counter or get_default_counter()
+        self.counter = as_token_counter(token_counter)
         self.on_debug_event = on_debug_event
         self.timezone = timezone
         self.retry_policy = retry_policy or RetryPolicy()
@@ -185,7 +197,7 @@ class ObservationalMemory:
             acall_model=self._models.acall,
             background=self._background,
         )
-        self._env = TurnEnv(
+        base_env = TurnEnv(
             config=self.config,
             counter=self.counter,
             now=self._clock,
@@ -196,6 +208,7 @@ class ObservationalMemory:
             extractors=check_extractors(self.config.observation.extract),
             timezone=timezone,
         )
+        self._actors = ActorEnvs(base_env, actor_model)
         self._tools: list[BaseTool] | None = None
 
     # -- construction helpers -------------------------------------------------------------
@@ -232,6 +245,22 @@ class ObservationalMemory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- the agent's model ----------------------------------------------------------------
+
+    @property
+    def needs_actor_model(self) -> bool:
+        """Whether steps need the agent's model to resolve fractional thresholds."""
+        return self._actors.needs_actor_model
+
+    @property
+    def _env(self) -> TurnEnv:
+        return self._actors.env_for(self._actors.default)
+
+    def _actor_env(self, model: object, record: Any = None) -> tuple[str | None, TurnEnv]:
+        """The agent model's id (``model``, the default, or ``record``'s last) and its env."""
+        actor = self._actors.resolve(model, record)
+        return (actor.model_id if actor else None), self._actors.env_for(actor)
+
     # -- events ---------------------------------------------------------------------------
 
     def _emit(self, event: OMEvent) -> None:
@@ -263,19 +292,21 @@ class ObservationalMemory:
 
     def _step_input(
         self, thread_id: str | None, window: Sequence[BaseMessage], options: StepOptions
-    ) -> TurnInput:
+    ) -> tuple[TurnInput, TurnEnv]:
         opts: dict[str, Any] = dict(options)
+        opts["actor_model"], env = self._actor_env(opts.get("actor_model"), opts.get("record"))
         renames = {"observe": "allow_observe", "reflect": "allow_reflect"}
         fields: dict[str, Any] = {
             renames.get(k, k): v for k, v in opts.items() if k not in ("record", "resource_id")
         }
-        return self._turn_input(
+        inp = self._turn_input(
             thread_id=thread_id,
             resource_id=opts.get("resource_id"),
             record=opts.get("record"),
             window=window,
             **fields,
         )
+        return inp, env
 
     def step(
         self,
@@ -297,8 +328,8 @@ class ObservationalMemory:
             **options: see :class:`StepOptions` (``record``, ``resource_id``, ``emit``,
                 ``actor_model``, ...).
         """
-        inp = self._step_input(thread_id, window, options)
-        return self._start_threads(run_sync(turn_plan(self._env, inp), self._executor))
+        inp, env = self._step_input(thread_id, window, options)
+        return self._start_threads(run_sync(turn_plan(env, inp), self._executor))
 
     async def astep(
         self,
@@ -308,8 +339,8 @@ class ObservationalMemory:
         **options: Unpack[StepOptions],
     ) -> TurnOutcome:
         """Async twin of :meth:`step`."""
-        inp = self._step_input(thread_id, window, options)
-        return self._start_tasks(await run_async(turn_plan(self._env, inp), self._executor))
+        inp, env = self._step_input(thread_id, window, options)
+        return self._start_tasks(await run_async(turn_plan(env, inp), self._executor))
 
     def _idle_input(self, turn: EndTurnOptions) -> TurnInput | None:
         if not self.config.observation.buffer_on_idle:
@@ -325,12 +356,14 @@ class ObservationalMemory:
     def end_turn(self, **turn: Unpack[EndTurnOptions]) -> None:
         """The agent's turn ended: with ``observation.buffer_on_idle``, buffer the rest now."""
         if (inp := self._idle_input(turn)) is not None:
-            self._start_threads(run_sync(idle_plan(self._env, inp), self._executor))
+            env = self._actors.record_env(inp.record)
+            self._start_threads(run_sync(idle_plan(env, inp), self._executor))
 
     async def aend_turn(self, **turn: Unpack[EndTurnOptions]) -> None:
         """Async twin of :meth:`end_turn`."""
         if (inp := self._idle_input(turn)) is not None:
-            self._start_tasks(await run_async(idle_plan(self._env, inp), self._executor))
+            env = self._actors.record_env(inp.record)
+            self._start_tasks(await run_async(idle_plan(env, inp), self._executor))
 
     # -- background work ------------------------------------------------------------------
 
@@ -389,19 +422,28 @@ class ObservationalMemory:
         )
 
     def should_observe(
-        self, record: OMRecord | dict[str, Any] | None, window: Sequence[BaseMessage]
+        self,
+        record: OMRecord | dict[str, Any] | None,
+        window: Sequence[BaseMessage],
+        *,
+        actor_model: Any = None,
     ) -> bool:
-        """True when a step would observe ``window`` synchronously now."""
+        """True when a step would observe ``window`` synchronously now.
+
+        ``actor_model`` is the agent's chat model or ``provider/model`` (as for :meth:`step`).
+        """
         rec = coerce_record(record)
         if rec is None:
             return False
-        tokens = self.counter.count_messages(window)
-        return sync_observation_due(self._env, rec, tokens, rec["thread_id"])
+        _, env = self._actor_env(actor_model, rec)
+        return sync_observation_due(env, rec, env.counter.count_messages(window), rec["thread_id"])
 
-    def should_reflect(self, record: OMRecord | dict[str, Any] | None) -> bool:
-        """True when a step would reflect synchronously now."""
+    def should_reflect(
+        self, record: OMRecord | dict[str, Any] | None, *, actor_model: Any = None
+    ) -> bool:
+        """True when a step would reflect synchronously now (``actor_model`` as for ``step``)."""
         rec = coerce_record(record)
-        return rec is not None and sync_reflection_due(self._env, rec)
+        return rec is not None and sync_reflection_due(self._actor_env(actor_model, rec)[1], rec)
 
     def render(self, record: OMRecord | dict[str, Any] | None) -> MemoryContext:
         """The memory context (preamble, observation log, hints) for ``record``."""
@@ -452,15 +494,18 @@ class ObservationalMemory:
         thread_id: str,
         resource_id: str | None,
         messages: Sequence[BaseMessage] | None,
+        actor_model: Any = None,
         **force: Any,
     ) -> Plan[ThreadState]:
-        return step_plan(self._env, StandaloneRequest(thread_id, resource_id, messages, **force))
+        actor, env = self._actor_env(actor_model)
+        request = StandaloneRequest(thread_id, resource_id, messages, actor_model=actor, **force)
+        return step_plan(env, request)
 
     def _snapshot(self, thread_id: str, state: ThreadState) -> ThreadSnapshot:
         status = state.status
         if status is None:
-            tokens = self.counter.count_messages(state.window)
-            status = status_event(self._env, state.record, tokens, 0)
+            env = self._env
+            status = status_event(env, state.record, env.counter.count_messages(state.window), 0)
         return ThreadSnapshot(
             thread_id=thread_id,
             record=state.record,
@@ -470,17 +515,30 @@ class ObservationalMemory:
         )
 
     def add_messages(
-        self, thread_id: str, messages: Sequence[BaseMessage], *, resource_id: str | None = None
+        self,
+        thread_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        resource_id: str | None = None,
+        actor_model: Any = None,
     ) -> ThreadSnapshot:
-        """Append ``messages`` to the thread and run a threshold-driven step (like an agent)."""
-        plan = self._step_plan(thread_id, resource_id, messages, trigger="turn-sync")
+        """Append ``messages`` to the thread and run a threshold-driven step (like an agent).
+
+        ``actor_model`` is the agent's chat model or ``provider/model``, when not the engine's.
+        """
+        plan = self._step_plan(thread_id, resource_id, messages, actor_model, trigger="turn-sync")
         return self._run_standalone(thread_id, plan)
 
     async def aadd_messages(
-        self, thread_id: str, messages: Sequence[BaseMessage], *, resource_id: str | None = None
+        self,
+        thread_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        resource_id: str | None = None,
+        actor_model: Any = None,
     ) -> ThreadSnapshot:
         """Async twin of :meth:`add_messages`."""
-        plan = self._step_plan(thread_id, resource_id, messages, trigger="turn-sync")
+        plan = self._step_plan(thread_id, resource_id, messages, actor_model, trigger="turn-sync")
         return await self._arun_standalone(thread_id, plan)
 
     def observe(

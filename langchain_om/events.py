@@ -25,6 +25,7 @@ __all__ = [
     "BufferingEndEvent",
     "BufferingFailedEvent",
     "BufferingStartEvent",
+    "ContextOverflowEvent",
     "OMEvent",
     "ObservationEndEvent",
     "ObservationFailedEvent",
@@ -225,6 +226,25 @@ class TemporalGapEvent(_Event):
     thread_id: str
 
 
+class ContextOverflowEvent(_Event):
+    """``data-om-context-overflow``: the agent's model call overflowed its context window.
+
+    Memory observed synchronously (activating buffered observations first) before the call is
+    retried once; ``removed_messages`` 0 means nothing could be freed and the error propagates.
+    """
+
+    type: Literal["data-om-context-overflow"] = "data-om-context-overflow"
+    thread_id: str
+    model: str | None
+    """``provider/model`` of the agent's model, when known."""
+    tokens_before: int
+    """Estimated tokens of the window when the call overflowed."""
+    tokens_after: int
+    """Estimated tokens of the window the call is retried with."""
+    removed_messages: int
+    timestamp: str
+
+
 OMEvent = (
     StatusEvent
     | ObservationStartEvent
@@ -236,5 +256,6 @@ OMEvent = (
     | ActivationEvent
     | ThreadUpdateEvent
     | TemporalGapEvent
+    | ContextOverflowEvent
 )
 """Any OM event."""

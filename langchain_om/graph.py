@@ -84,9 +84,16 @@ def _emitter() -> Any:
 class _Nodes:
     """The three OM nodes and their routers, bound to one engine."""
 
-    def __init__(self, memory: ObservationalMemory, before: str) -> None:
+    def __init__(self, memory: ObservationalMemory, before: str, actor_model: Any) -> None:
         self.memory = memory
         self.before = before
+        self.actor_model = actor_model
+
+    def _actor(self, config: RunnableConfig | None) -> Any:
+        """The run config's ``configurable["actor_model"]``, else the nodes' ``actor_model``."""
+        configurable = (config or {}).get("configurable") or {}
+        actor = configurable.get("actor_model")
+        return self.actor_model if actor is None else actor
 
     # -- shared pieces --------------------------------------------------------------------
 
@@ -113,6 +120,7 @@ class _Nodes:
             "window": split.window,
             "step_number": step_number(split.window),
             "emit": _emitter(),
+            "actor_model": self._actor(config),
         }
 
     # -- nodes ----------------------------------------------------------------------------
@@ -132,17 +140,20 @@ class _Nodes:
 
     # -- routers --------------------------------------------------------------------------
 
-    def route_gate(self, state: dict[str, Any]) -> str:
+    def route_gate(self, state: dict[str, Any], config: RunnableConfig) -> str:
         record = state.get(OM_STATE_KEY)
         split = split_messages(state.get("messages", []))
-        if self.memory.should_observe(record, split.window):
+        actor = self._actor(config)
+        if self.memory.should_observe(record, split.window, actor_model=actor):
             return OBSERVE
-        if self.memory.should_reflect(record):
+        if self.memory.should_reflect(record, actor_model=actor):
             return REFLECT
         return self.before
 
-    def route_observed(self, state: dict[str, Any]) -> str:
-        return REFLECT if self.memory.should_reflect(state.get(OM_STATE_KEY)) else self.before
+    def route_observed(self, state: dict[str, Any], config: RunnableConfig) -> str:
+        record = state.get(OM_STATE_KEY)
+        reflect = self.memory.should_reflect(record, actor_model=self._actor(config))
+        return REFLECT if reflect else self.before
 
 
 def add_observational_memory(
@@ -150,6 +161,7 @@ def add_observational_memory(
     memory: ObservationalMemory,
     *,
     before: str = "model",
+    actor_model: Any = None,
 ) -> StateGraph[Any, Any, Any, Any]:
     """Add observational memory in front of the node ``before`` of ``builder``.
 
@@ -161,6 +173,9 @@ def add_observational_memory(
         builder: the user's ``StateGraph`` (not compiled yet), with its model node added.
         memory: the engine.
         before: the name of the node that calls the model.
+        actor_model: the chat model (or ``"provider/model"``) that node calls: image and file
+            estimates, the ``"auto"`` idle TTL and fractional thresholds follow it. A run
+            config's ``configurable["actor_model"]`` overrides it for that run.
 
     Raises:
         OMUsageError: ``before`` is not a node of ``builder``, or a conditional edge routes to
@@ -187,7 +202,7 @@ def add_observational_memory(
     builder.waiting_edges = {
         (starts, GATE if e == before else e) for starts, e in builder.waiting_edges
     }
-    nodes = _Nodes(memory, before)
+    nodes = _Nodes(memory, before, actor_model)
     schema: Any = ObservationalMemoryGraphState
     # The gate only activates and starts background work; the cycle nodes emit no status.
     gate = nodes.node(sync_cycles=False)

@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
@@ -34,14 +35,23 @@ class ObservationalChatMessageHistory(BaseChatMessageHistory):
         memory: the engine (its store keeps the history).
         thread_id: the conversation.
         resource_id: the user or resource owning the conversation.
+        actor_model: the chat model (or ``"provider/model"``) the conversation is held with:
+            image and file estimates, the ``"auto"`` idle TTL and fractional thresholds follow
+            it (the engine's ``actor_model`` when omitted).
     """
 
     def __init__(
-        self, memory: ObservationalMemory, *, thread_id: str, resource_id: str | None = None
+        self,
+        memory: ObservationalMemory,
+        *,
+        thread_id: str,
+        resource_id: str | None = None,
+        actor_model: Any = None,
     ) -> None:
         self.memory = memory
         self.thread_id = thread_id
         self.resource_id = resource_id
+        self.actor_model = actor_model
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
@@ -54,11 +64,15 @@ class ObservationalChatMessageHistory(BaseChatMessageHistory):
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Append ``messages`` and run the OM step (observes when over the threshold)."""
-        self.memory.add_messages(self.thread_id, messages, resource_id=self.resource_id)
+        self.memory.add_messages(
+            self.thread_id, messages, resource_id=self.resource_id, actor_model=self.actor_model
+        )
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Async twin of :meth:`add_messages`."""
-        await self.memory.aadd_messages(self.thread_id, messages, resource_id=self.resource_id)
+        await self.memory.aadd_messages(
+            self.thread_id, messages, resource_id=self.resource_id, actor_model=self.actor_model
+        )
 
     def clear(self) -> None:
         """Forget the thread: its window, its observations and its archive."""

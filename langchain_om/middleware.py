@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
@@ -25,6 +25,8 @@ from langchain.agents.middleware.types import (
     ModelResponse,
     PrivateStateAttr,
 )
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
@@ -47,12 +49,16 @@ __all__ = ["ObservationalMemoryMiddleware", "ObservationalMemoryState"]
 
 @dataclass(frozen=True)
 class _ActorStep:
-    """The step to run before a model call whose provider changed (to activate buffered work)."""
+    """The step to run inside a model call, before the model is called.
+
+    Either the provider changed (buffered work activates first) or the first step was deferred
+    until the agent's model was known (fractional thresholds).
+    """
 
     args: dict[str, Any]
     """Arguments of :meth:`ObservationalMemory.step` for the current state."""
-    actor: str
-    """``provider/model`` of the model about to be called."""
+    actor: BaseChatModel | str
+    """The model about to be called, or its ``provider/model``."""
 
 
 class ObservationalMemoryState(AgentState[Any]):
@@ -81,6 +87,9 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         self.memory = memory
         self._name = name
         self.tools = list(memory.tools)
+        # The agent's model, learned from the first model call (counting rules, fractions).
+        self._actor: Any = None
+        self._deferred: set[str | None] = set()
 
     @property
     def name(self) -> str:
@@ -107,6 +116,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             "window": split.window,
             "step_number": step_number(split.window),
             "emit": emit,
+            "actor_model": self._actor,
         }
 
     def before_model(
@@ -114,13 +124,24 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
     ) -> dict[str, Any] | None:
         """Run the OM step before each model call."""
         args = self._step_args(dict(state), runtime)
+        if self._defer(args):
+            return None
         return self._update(state["messages"], self.memory.step(**args))
+
+    def _defer(self, args: dict[str, Any]) -> bool:
+        """Fractional thresholds need the agent's model: before its first call, step later."""
+        if args["actor_model"] is not None or not self.memory.needs_actor_model:
+            return False
+        self._deferred.add(args["thread_id"])
+        return True
 
     async def abefore_model(
         self, state: ObservationalMemoryState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Async twin of :meth:`before_model`."""
         args = self._step_args(dict(state), runtime)
+        if self._defer(args):
+            return None
         return self._update(state["messages"], await self.memory.astep(**args))
 
     @staticmethod
@@ -152,7 +173,14 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         step to run first when the provider changed.
         """
         actor = model_id(request.model)
+        self._actor = request.model
         state = dict(request.state)
+        if self._deferred:
+            args = self._step_args(state, request.runtime)
+            del args["actor_model"]  # passed as the step's actor
+            if args["thread_id"] in self._deferred:
+                self._deferred.discard(args["thread_id"])
+                return request, _ActorStep(args, request.model)
         record = state.get(OM_STATE_KEY)
         if not isinstance(record, dict) or record.get("last_actor_model") == actor:
             return request, None
@@ -164,6 +192,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         ):
             args = self._step_args(state, request.runtime)
             args["emit"] = None
+            del args["actor_model"]  # passed as the step's actor
             return request, _ActorStep(args, actor)
         updated = {**record, "last_actor_model": actor}
         return request, {OM_STATE_KEY: updated}
@@ -174,29 +203,75 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         update: dict[str, Any] | _ActorStep | None,
         outcome: TurnOutcome | None,
     ) -> tuple[ModelRequest, Command[Any] | None]:
+        if outcome is not None:
+            new_update = self._update(request.state["messages"], outcome)
+            window = [m for m in request.messages if m.id not in set(outcome.removed_ids)]
+            new_request = request.override(messages=window)
+            record = new_update[OM_STATE_KEY]
+            return self._with_memory(new_request, record), Command(update=new_update)
         if update is None:
             return self._with_memory(request), None
-        if outcome is None:
-            assert not isinstance(update, _ActorStep)
-            return self._with_memory(request), Command(update=update)
-        new_update = self._update(request.state["messages"], outcome)
-        window = [m for m in request.messages if m.id not in set(outcome.removed_ids)]
-        new_request = request.override(messages=window)
-        return self._with_memory(new_request, new_update[OM_STATE_KEY]), Command(update=new_update)
+        assert not isinstance(update, _ActorStep)
+        return self._with_memory(request), Command(update=update)
+
+    def _overflow_args(
+        self, request: ModelRequest, command: Command[Any] | None, outcome: TurnOutcome | None
+    ) -> dict[str, Any]:
+        """The step that frees context after the model call overflowed (state as sent)."""
+        state = dict(request.state)
+        if command is not None and isinstance(command.update, dict):
+            state[OM_STATE_KEY] = command.update.get(OM_STATE_KEY, state.get(OM_STATE_KEY))
+        args = self._step_args(state, request.runtime)
+        if outcome is not None:
+            args["window"] = outcome.window
+        args["actor_model"] = request.model
+        args["context_overflow"] = True
+        return args
+
+    def _recovered(
+        self, request: ModelRequest, outcome: TurnOutcome | None, recovery: TurnOutcome
+    ) -> tuple[ModelRequest, Command[Any] | None]:
+        """The request to retry and the state update covering both steps of this call."""
+        if outcome is not None:
+            recovery = replace(
+                recovery,
+                removed=[*outcome.removed, *recovery.removed],
+                stamped=[*outcome.stamped, *recovery.stamped],
+                inserted=[*outcome.inserted, *recovery.inserted],
+            )
+        return self._respond(request, None, recovery)
+
+    @staticmethod
+    def _response(
+        response: ModelResponse, command: Command[Any] | None
+    ) -> ModelResponse | ExtendedModelResponse[Any]:
+        if command is None:
+            return response
+        return ExtendedModelResponse(model_response=response, command=command)
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse | ExtendedModelResponse[Any]:
-        """Give the model the memory context (activating first on a provider change)."""
+        """Give the model the memory context (activating first on a provider change).
+
+        When the call raises ``ContextOverflowError``, memory observes synchronously (see
+        ``context_overflow`` of :meth:`ObservationalMemory.step`, reported as
+        ``data-om-context-overflow``) and the call is retried once with the smaller window; the
+        error propagates when nothing could be freed or the retry overflows too.
+        """
         request, update = self._actor_change(request)
         outcome = None
         if isinstance(update, _ActorStep):
             outcome = self.memory.step(**update.args, actor_model=update.actor)
-        request, command = self._respond(request, update, outcome)
-        response = handler(request)
-        if command is None:
-            return response
-        return ExtendedModelResponse(model_response=response, command=command)
+        sent, command = self._respond(request, update, outcome)
+        try:
+            return self._response(handler(sent), command)
+        except ContextOverflowError:
+            recovery = self.memory.step(**self._overflow_args(request, command, outcome))
+            if not recovery.removed:
+                raise  # nothing could be freed: retrying would overflow again
+        sent, command = self._recovered(request, outcome, recovery)
+        return self._response(handler(sent), command)
 
     async def awrap_model_call(
         self,
@@ -208,11 +283,15 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         outcome = None
         if isinstance(update, _ActorStep):
             outcome = await self.memory.astep(**update.args, actor_model=update.actor)
-        request, command = self._respond(request, update, outcome)
-        response = await handler(request)
-        if command is None:
-            return response
-        return ExtendedModelResponse(model_response=response, command=command)
+        sent, command = self._respond(request, update, outcome)
+        try:
+            return self._response(await handler(sent), command)
+        except ContextOverflowError:
+            recovery = await self.memory.astep(**self._overflow_args(request, command, outcome))
+            if not recovery.removed:
+                raise  # nothing could be freed: retrying would overflow again
+        sent, command = self._recovered(request, outcome, recovery)
+        return self._response(await handler(sent), command)
 
     def after_agent(
         self, state: ObservationalMemoryState, runtime: Runtime[Any]

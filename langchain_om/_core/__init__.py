@@ -4,7 +4,9 @@ Modules:
     types: the JSON-native OM record and its parts.
     record: creating, coercing and updating records (append observations, apply reflections).
     tokens: token counting (tiktoken offline or heuristic) with a per-message cache.
-    media_tokens: token estimates for images and files.
+    media_tokens: token estimates for images, files, audio and video by provider and model.
+    usage: provider-reported usage of the agent's last reply as a size of the window.
+    cache_ttl: the providers' prompt-cache lifetimes (the "auto" idle activation table).
     dates: date formatting, relative-time helpers and message timestamps.
     temporal: time-gap reminders between messages.
     window: where the message window may be cut (tool calls, pending calls, batch splits).

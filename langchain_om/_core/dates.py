@@ -27,9 +27,14 @@ __all__ = [
     "iso",
     "gap_label",
     "message_time",
+    "make_date",
+    "month_label",
+    "month_number",
     "parse_date_header",
+    "parse_date_range_header",
     "relative_label",
     "stamp_messages",
+    "year_label",
     "to_zone",
 ]
 
@@ -67,9 +72,11 @@ _MONTH_BY_NAME: dict[str, int] = {
     "sept": 9,
 }
 
-# "Date: Nov 30, 2026", "Date:  November 30 2026", "Date: Sept. 3, 2026 (2 days ago)".
+# "Date: Nov 30, 2026", "Date:  November 30 2026", "Date: Sept. 3, 2026 (2 days ago)", and
+# ranges "Date: Apr 1, 2025 - May 20, 2025" (also with an en dash or "to").
+_ONE_DATE = r"([A-Za-z]+)\.?\s+(\d{1,2}),?\s+(\d{4})"
 _HEADER_RE = re.compile(
-    r"^\s*Date:\s*([A-Za-z]+)\.?\s+(\d{1,2}),?\s+(\d{4})\s*(?:\([^()]*\))?\s*$",
+    rf"^\s*Date:\s*{_ONE_DATE}(?:\s*(?:-|–|—|to)\s*{_ONE_DATE})?\s*(?:\([^()]*\))?\s*$",
 )
 
 
@@ -118,16 +125,39 @@ def parse_date_header(line: str) -> date | None:
     """The date of a ``Date: Nov 30, 2026`` header line, or ``None`` if it is not one.
 
     Tolerates full month names, a missing comma, extra spaces and a trailing parenthetical
-    such as ``(3 days ago)``.
+    such as ``(3 days ago)``. A range header (``Date: Apr 1, 2025 - May 20, 2025``) gives its
+    first date; :func:`parse_date_range_header` gives both.
     """
+    found = parse_date_range_header(line)
+    return found[0] if found else None
+
+
+def parse_date_range_header(line: str) -> tuple[date, date] | None:
+    """``(first, last)`` of a ``Date:`` header line (equal for a one-day header), or ``None``."""
     match = _HEADER_RE.match(line)
     if match is None:
         return None
-    month = _MONTH_BY_NAME.get(match.group(1).lower())
-    if month is None:
+    first = make_date(match.group(1), match.group(2), match.group(3))
+    if first is None:
+        return None
+    if match.group(4) is None:
+        return first, first
+    last = make_date(match.group(4), match.group(5), match.group(6))
+    return (first, last) if last is not None and last >= first else None
+
+
+def month_number(name: str) -> int | None:
+    """1-12 for an English month name or abbreviation (``"Sept."`` too), else ``None``."""
+    return _MONTH_BY_NAME.get(name.lower().rstrip("."))
+
+
+def make_date(month: str, day: str | int, year: str | int) -> date | None:
+    """The date of a month name, a day and a year, or ``None`` if there is no such day."""
+    number = month_number(month)
+    if number is None:
         return None
     try:
-        return date(int(match.group(3)), month, int(match.group(2)))
+        return date(int(year), number, int(day))
     except ValueError:
         return None
 
@@ -157,6 +187,36 @@ def relative_label(d: date, today: date) -> str:
     if days > 0:
         return f"{_span(days)} ago"
     return f"in {_span(-days)}"
+
+
+def _count(count: int, unit: str) -> str:
+    return f"{count} {unit}" if count == 1 else f"{count} {unit}s"
+
+
+def month_label(year: int, month: int, today: date) -> str:
+    """``this month``, ``last month``, ``3 months ago``, ``next month``, ``in 2 years``…"""
+    months = (today.year * 12 + today.month) - (year * 12 + month)
+    if months == 0:
+        return "this month"
+    if months == 1:
+        return "last month"
+    if months == -1:
+        return "next month"
+    span = abs(months)
+    text = _count(span, "month") if span < 12 else _count(span // 12, "year")
+    return f"{text} ago" if months > 0 else f"in {text}"
+
+
+def year_label(year: int, today: date) -> str:
+    """``this year``, ``last year``, ``next year``, ``3 years ago``, ``in 2 years``."""
+    years = today.year - year
+    if years == 0:
+        return "this year"
+    if years == 1:
+        return "last year"
+    if years == -1:
+        return "next year"
+    return f"{_count(years, 'year')} ago" if years > 0 else f"in {_count(-years, 'year')}"
 
 
 def gap_label(earlier: date, later: date) -> str | None:

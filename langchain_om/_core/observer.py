@@ -109,6 +109,14 @@ def build_observer_messages(
                 "hidden from the view above (shown as `[N observations hidden here]`). The "
                 "full log is stored intact; do not try to restore or rewrite hidden lines."
             )
+    elif previous is not None and previous.hidden_lines:
+        noun = "observation" if previous.hidden_lines == 1 else "observations"
+        sections.append(
+            "## Previous Observations\n\n"
+            f"This thread already has {previous.hidden_lines} recorded {noun}; they are not "
+            "shown here to save space. They are stored intact: observe only the new messages "
+            "below, and do not restate what earlier parts of the conversation must have covered."
+        )
 
     hints = {_hint_key(k): v for k, v in prior_hints.items() if isinstance(v, str) and v.strip()}
     if not thread_title:

@@ -16,11 +16,15 @@ Observation and hint text cannot close or forge these blocks: the memory's own m
 it (section tags, the preamble's line openings, group headings, and ``Date:`` line starts in
 hints) is neutralised by :func:`~langchain_om._core.markup.neutralise` as it is rendered.
 
-Relative-time annotations are added at render time (never stored): ``Date:`` headers get a
-relative label, a gap line like ``[2 weeks later]`` separates dates more than a day apart
-(across group boundaries too), resolved dates such as ``(meaning Nov 20, 2026)`` get a
-relative label, and lines that state a plan for a date already past are marked ``likely
-already happened``.
+Relative-time annotations are added at render time (never stored): ``Date:`` headers (also
+ranges such as ``Date: Apr 1, 2025 - May 20, 2025``) get a relative label, a gap line like
+``[2 weeks later]`` separates dates more than a day apart (across group boundaries too),
+resolved dates such as ``(meaning Nov 20, 2026)`` get a relative label, and so do dates written
+inside observation lines: full dates (``January 10, 2025``, ``10 January 2025``,
+``2025-01-10``), month and year (``March 2024``, ``late April 2023``), fuzzy years
+(``late 2023``, ``mid-2024``) and years after a preposition (``in 2023``). A line that states a
+plan or wish ("will", "plans to", "looking forward to", …) for a date already past is marked
+``likely already happened``.
 """
 
 from __future__ import annotations
@@ -31,7 +35,17 @@ from datetime import date, datetime
 
 from langchain_core.messages import SystemMessage
 
-from langchain_om._core.dates import gap_label, parse_date_header, relative_label, to_zone
+from langchain_om._core.dates import (
+    gap_label,
+    make_date,
+    month_label,
+    month_number,
+    parse_date_header,
+    parse_date_range_header,
+    relative_label,
+    to_zone,
+    year_label,
+)
 from langchain_om._core.markup import line_openings, neutralise
 from langchain_om._core.types import OM_META_KEY, ObservationGroup, OMRecord
 from langchain_om.errors import OMUsageError
@@ -216,7 +230,8 @@ _RESOLVED_DATE = re.compile(
 _FUTURE_INTENT = re.compile(
     r"\b(?:will|won't|shall|going to|gonna|plans? to|planning to|planned to|wants? to|"
     r"wanted to|needs? to|has to|have to|intends? to|intending to|intended to|aims? to|"
-    r"hopes? to|expects? to|scheduled|booked|due|upcoming|about to)\b",
+    r"hopes? to|expects? to|scheduled|booked|due|upcoming|about to|"
+    r"look(?:s|ing)? forward to|looked forward to)\b",
     re.IGNORECASE,
 )
 
@@ -237,16 +252,20 @@ def annotate_relative_time(
     """
     out: list[str] = []
     for line in text.split("\n"):
-        header = parse_date_header(line.strip())
+        header = parse_date_range_header(line.strip())
         if header is not None:
+            first, last = header
             if previous is not None:
-                gap = gap_label(previous, header)
+                gap = gap_label(previous, first)
                 if gap:
                     out.append(gap)
-            out.append(f"{line.rstrip()} ({relative_label(header, today)})")
-            previous = header
+            label = relative_label(first, today)
+            if last != first:
+                label = f"{label} to {relative_label(last, today)}"
+            out.append(f"{line.rstrip()} ({label})")
+            previous = last
             continue
-        out.append(_annotate_resolved_dates(line, today))
+        out.append(_annotate_resolved_dates(_annotate_inline_dates(line, today), today))
     return "\n".join(out), previous
 
 
@@ -265,3 +284,73 @@ def _annotate_resolved_dates(line: str, today: date) -> str:
         return f"({match['kind']} {match['body']}{note})"
 
     return _RESOLVED_DATE.sub(expand, line)
+
+
+_MONTH = (
+    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
+    r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
+)
+_FUZZY = r"(?i:early|mid|late)"
+_INLINE_DATE = re.compile(
+    rf"\b(?P<m1>{_MONTH})\s+(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y1>\d{{4}})\b"
+    rf"|\b(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\s+(?P<m2>{_MONTH}),?\s+(?P<y2>\d{{4}})\b"
+    r"|\b(?P<y3>\d{4})-(?P<mo3>\d{2})-(?P<d3>\d{2})\b(?!T?\d)"
+    rf"|\b(?:{_FUZZY}[- ](?:(?i:to)[- ]{_FUZZY}[- ])?)?(?P<m4>{_MONTH})\s+(?P<y4>\d{{4}})\b"
+    rf"|\b{_FUZZY}[- ](?P<y5>(?:19|20)\d{{2}})\b"
+    r"|\b(?i:in|since|by|during|until|till|before|after|from|throughout|of)\s+"
+    r"(?P<y6>(?:19|20)\d{2})\b(?![-/:.]\d)"
+)
+"""Dates written in observation text: day, month and year; month and year; a (fuzzy) year."""
+_LABELLED = re.compile(
+    r"\s*\((?:[^()]*\b(?:ago|today|yesterday|tomorrow|this|last|next)\b|in \d)[^()]*\)"
+)
+
+
+def _annotate_inline_dates(line: str, today: date) -> str:
+    """Add ``(5 months ago)`` after dates in ``line`` (not in ``(meaning …)`` notes)."""
+    if not any(ch.isdigit() for ch in line) or parse_date_header(line.strip()) is not None:
+        return line
+    masked = _RESOLVED_DATE.sub(lambda m: "\x00" * len(m[0]), line)
+    matches = [m for m in _INLINE_DATE.finditer(masked) if not _LABELLED.match(masked, m.end())]
+    if not matches:
+        return line
+    intent = _FUTURE_INTENT.search(masked) is not None
+    out: list[str] = []
+    position = 0
+    for match in matches:
+        label = _inline_label(match, today, intent)
+        if label is None:
+            continue
+        out.append(line[position : match.end()])
+        out.append(f" ({label})")
+        position = match.end()
+    out.append(line[position:])
+    return "".join(out)
+
+
+def _inline_label(match: re.Match[str], today: date, intent: bool) -> str | None:
+    """The relative label of one date mention, or ``None`` if it is not a real date."""
+    g = match.groupdict()
+    past: bool
+    if g["y1"] or g["y2"] or g["y3"]:
+        if g["y3"]:
+            try:
+                day: date | None = date(int(g["y3"]), int(g["mo3"]), int(g["d3"]))
+            except ValueError:
+                day = None
+        else:
+            day = make_date(g["m1"] or g["m2"], g["d1"] or g["d2"], g["y1"] or g["y2"])
+        if day is None:
+            return None
+        label, past = relative_label(day, today), day < today
+    elif g["y4"]:
+        month = month_number(g["m4"])
+        if month is None:
+            return None
+        year = int(g["y4"])
+        label = month_label(year, month, today)
+        past = (year, month) < (today.year, today.month)
+    else:
+        year = int(g["y5"] or g["y6"])
+        label, past = year_label(year, today), year < today.year
+    return f"{label}, likely already happened" if intent and past else label

@@ -138,33 +138,6 @@ def chunk_chain(
     return chain, stale
 
 
-AUTO_TTL_MS: dict[str, int] = {
-    "anthropic": 5 * 60_000,
-    "xai": 5 * 60_000,
-    "openrouter": 5 * 60_000,
-    "deepseek": 60 * 60_000,
-    "google": 24 * 60 * 60_000,
-    "google_genai": 24 * 60 * 60_000,
-    "google_vertexai": 24 * 60 * 60_000,
-    "groq": 2 * 60 * 60_000,
-}
-DEFAULT_TTL_MS = 5 * 60_000
-
-
-def auto_ttl_ms(model_id: str | None) -> int:
-    """The prompt-cache lifetime of the actor's provider (``"auto"`` idle activation)."""
-    if not model_id:
-        return DEFAULT_TTL_MS
-    provider, _, model = model_id.partition("/")
-    provider = provider.lower()
-    if provider == "openai":
-        name = model.lower()
-        if name.startswith(("gpt-4", "gpt-5")):
-            return 5 * 60_000
-        return 60 * 60_000
-    return AUTO_TTL_MS.get(provider, DEFAULT_TTL_MS)
-
-
 def message_threshold(
     message_tokens: int,
     *,

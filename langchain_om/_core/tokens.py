@@ -32,23 +32,25 @@ this process sees the message object, one CRC pass over its text (see ``benchmar
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
+import math
 import re
 import threading
 import warnings
-import weakref
 import zlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages.utils import count_tokens_approximately
 
 from langchain_om._core.media_tokens import (
-    MediaInfo,
+    client_estimate,
     estimate_file_tokens,
     estimate_image_tokens,
     media_info,
-    media_key_payload,
     media_part_tokens,
     provider_family,
 )
@@ -61,11 +63,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CACHE_VERSION",
+    "CallableTokenCounter",
     "CONVERSATION_OVERHEAD",
     "HEURISTIC_SOURCE",
     "MESSAGE_OVERHEAD",
     "TOOL_CALL_OVERHEAD",
     "TokenCounter",
+    "as_token_counter",
     "count_tokens",
     "estimate_file_tokens",
     "estimate_image_tokens",
@@ -74,7 +78,7 @@ __all__ = [
     "reset_fallback_warning",
 ]
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 """Version of the cache entry format and of the part accounting; bump to invalidate."""
 MESSAGE_OVERHEAD = 4
 """Tokens added per message (role and message framing)."""
@@ -184,13 +188,23 @@ def _warn_fallback(name: str, exc: Exception) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+_crc32 = zlib.crc32
+
+
 def _digest(text: str) -> str:
-    # CRC-32 of the UTF-8 bytes, with their length in the high bits. The key only has to notice
-    # that a message's own content changed; a stale hit needs an edit that keeps both the byte
-    # length and the CRC (about 1 in 4e9) and costs a slightly wrong estimate. It is about twice
-    # as fast as sha256, and hashing is a large share of the cost of a cache hit.
-    data = text.encode("utf-8", "surrogatepass")
-    return "%x" % (len(data) << 32 | zlib.crc32(data))
+    # Length plus a CRC-32 of the first and last 64 characters. The key only has to notice that
+    # a message's own content changed: messages are not edited in place, a changed message
+    # almost always changes its length or its ends, and a stale hit costs a slightly wrong
+    # estimate. Sampling keeps a cache hit O(1) in the text's length, which matters for
+    # messages reloaded from a checkpoint (new objects, so every text is fingerprinted again).
+    n = len(text)
+    if n > 128:
+        text = text[:64] + text[-64:]
+    try:
+        data = text.encode()  # the default codec call is several times cheaper than with errors=
+    except UnicodeEncodeError:  # lone surrogates: same bytes as before, via surrogatepass
+        data = text.encode("utf-8", "surrogatepass")
+    return f"{n}.{_crc32(data)}"
 
 
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
@@ -203,10 +217,59 @@ def _json(value: object) -> str:
         return repr(value)
 
 
+class _Block(NamedTuple):
+    """An image/file block, read (:func:`media_info`) and estimated only on a cache miss."""
+
+    block: dict[str, Any]
+    image: bool
+
+
 # A part: (cache key, payload). The payload is counted only on a cache miss: a str goes to
-# the tokenizer, a (name, args) tuple is a tool call, a MediaInfo is estimated from metadata.
+# the tokenizer, a (name, args) tuple is a tool call, a _Block is estimated from metadata.
 # Plain tuples: the cache-hit path builds one per part, and tuples are cheapest.
-_Part = tuple[str, "str | tuple[object, object] | MediaInfo"]
+_Part = tuple[str, "str | tuple[object, object] | _Block"]
+
+
+def _sample(text: str) -> str:
+    return text if len(text) <= 64 else f"{len(text)}:{text[:32]}{text[-32:]}"
+
+
+def _fingerprint(value: object, out: list[str], depth: int = 0) -> None:
+    """Append a short description of ``value``: long strings by length and ends only."""
+    if isinstance(value, str):
+        out.append(_sample(value))
+    elif isinstance(value, dict) and depth < 6:
+        for key, item in value.items():
+            out.append(str(key))
+            _fingerprint(item, out, depth + 1)
+    elif isinstance(value, list | tuple) and depth < 6:
+        out.append("[")
+        for item in value:
+            _fingerprint(item, out, depth + 1)
+        out.append("]")
+    elif isinstance(value, bytes):
+        out.append(f"{len(value)}:{value[:24].hex()}{value[-24:].hex()}")
+    else:
+        out.append(repr(value)[:64])
+
+
+def _block_fingerprint(block: dict[str, Any], family: str | None, model: str | None) -> str:
+    """What a media estimate depends on: the rules in use and the block's fields.
+
+    Payloads (base64 data, data URLs) enter by length and their first and last 32 characters,
+    so a cache hit never reads a multi-megabyte attachment.
+    """
+    out = [str(family), str(model) if family in (None, "openai", "google") else ""]
+    _fingerprint(block, out)
+    return "\x00".join(out)
+
+
+def _client_estimate(block: dict[str, Any]) -> int | None:
+    """A caller's ``token_estimate`` on the block (or its ``metadata``/``extras``)."""
+    for holder in (block, block.get("metadata"), block.get("extras")):
+        if isinstance(holder, dict) and "token_estimate" in holder:
+            return client_estimate(holder["token_estimate"])
+    return None
 
 
 def _text_part(kind: str, text: str) -> _Part:
@@ -231,27 +294,6 @@ def _tool_call_text(name: object, args: object) -> str:
 # ---------------------------------------------------------------------------------------------
 # The counter
 # ---------------------------------------------------------------------------------------------
-
-
-# id(message) -> (weak reference to it, its str content, that content's part key). A message
-# object recounted with the same content object skips hashing its text. Within a LangGraph run
-# the same message objects are counted again before every model call; messages loaded from a
-# checkpoint are new objects and take the hashing path. An entry is dropped with its message.
-_SEEN: dict[int, tuple[weakref.ReferenceType[Any], str, str]] = {}
-
-
-def _remember(message: BaseMessage, content: str, key: str) -> None:
-    ident = id(message)
-
-    def forget(ref: weakref.ReferenceType[Any]) -> None:
-        current = _SEEN.get(ident)
-        if current is not None and current[0] is ref:
-            _SEEN.pop(ident, None)
-
-    try:
-        _SEEN[ident] = (weakref.ref(message, forget), content, key)
-    except TypeError:  # not weakly referenceable: just don't remember it
-        pass
 
 
 # Message classes sorted once into plain / AI / tool: isinstance on pydantic classes is slow.
@@ -280,7 +322,11 @@ class TokenCounter:
         encoding: tiktoken encoding name (``o200k_base``, ``cl100k_base``, …).
         source: ``"auto"`` (tiktoken, else heuristic), ``"tiktoken"`` or ``"heuristic"``.
         provider: Provider of the model the messages go to (``"openai"``, ``"anthropic"``,
-            ``"google_genai"``, …); selects the image and file estimates.
+            ``"google_genai"``, …); selects the image and file estimates. None (the default)
+            follows the agent's model: the engine binds the counter to it each step (see
+            :meth:`for_model`). A provider given here is kept.
+        model: Name of that model (``"gpt-4o-mini"``, ``"gemini-3-pro"``, …); some image
+            rates depend on it.
 
     Raises:
         OMConfigError: ``source`` or ``encoding`` is not a known value.
@@ -295,6 +341,7 @@ class TokenCounter:
         *,
         source: Source = "auto",
         provider: str | None = None,
+        model: str | None = None,
     ) -> None:
         if source not in ("auto", "tiktoken", "heuristic"):
             raise OMConfigError(
@@ -310,7 +357,10 @@ class TokenCounter:
         self.encoding = encoding
         self.requested_source: Source = source
         self.provider = provider
+        self.model = model
+        self.pinned = provider is not None
         self._family = provider_family(provider)
+        self._bound: dict[str, TokenCounter] = {}
         self.encode_calls = 0
         self._source: str | None = None
         self._count: Callable[[str], int] = heuristic_count
@@ -318,8 +368,26 @@ class TokenCounter:
     def __repr__(self) -> str:
         return (
             f"TokenCounter(encoding={self.encoding!r}, source={self.requested_source!r}, "
-            f"provider={self.provider!r})"
+            f"provider={self.provider!r}, model={self.model!r})"
         )
+
+    def for_model(self, model_id: str | None) -> TokenCounter:
+        """This counter with the image and file rules of the agent's model ``provider/model``.
+
+        A counter built with an explicit ``provider`` (and ``None``/``""``) returns itself.
+        Bound counters share the tokenizer and are built once per model id.
+        """
+        if self.pinned or not model_id:
+            return self
+        bound = self._bound.get(model_id)
+        if bound is None:
+            provider, _, name = model_id.partition("/")
+            bound = copy.copy(self)
+            bound.provider, bound.model = (provider, name) if name else (None, provider)
+            bound._family = provider_family(bound.provider)
+            bound._bound = {}
+            self._bound[model_id] = bound
+        return bound
 
     def _resolve(self) -> str:
         if self.requested_source == "heuristic":
@@ -371,14 +439,14 @@ class TokenCounter:
             )
         ):
             # Hot path (most messages): one text part; same result as self._parts.
-            seen = _SEEN.get(id(message))
-            if seen is not None and seen[1] is content and seen[0]() is message:
-                parts: list[_Part] = [(seen[2], content)]
-            elif content:
-                parts = [("text:" + _digest(content), content)]
-                _remember(message, content, parts[0][0])
-            else:
-                parts = []
+            parts: list[_Part] = [("text:" + _digest(content), content)] if content else []
+            overhead = MESSAGE_OVERHEAD
+        elif kind == _TOOL and type(content) is str and not message.name:
+            # Tool results: the text, then the call id; same result as self._parts.
+            parts = [("text:" + _digest(content), content)] if content else []
+            call_id = cast("ToolMessage", message).tool_call_id
+            if call_id and isinstance(call_id, str):
+                parts.append(_short_part("id", call_id))
             overhead = MESSAGE_OVERHEAD
         else:
             parts, n_calls = self._parts(message)
@@ -490,9 +558,12 @@ class TokenCounter:
                         parts.append(_text_part("text", text))
                     return
             elif kind in _IMAGE_TYPES or kind in _FILE_TYPES:
-                media = media_info(block, kind in _IMAGE_TYPES)
-                key = f"media:{_digest(media_key_payload(media, self._family))}"
-                parts.append((key, media))
+                client = _client_estimate(block)
+                if client is not None:  # caller-supplied: its value is the key
+                    parts.append((f"client={client}", _Block(block, kind in _IMAGE_TYPES)))
+                    return
+                key = f"media:{_digest(_block_fingerprint(block, self._family, self.model))}"
+                parts.append((key, _Block(block, kind in _IMAGE_TYPES)))
                 return
             elif kind in _TOOL_CALL_TYPES:
                 block_id = block.get("id")
@@ -507,8 +578,9 @@ class TokenCounter:
         payload = part[1]
         if isinstance(payload, str):
             return self.count_text(payload)
-        if isinstance(payload, MediaInfo):  # a NamedTuple: test it before plain tuples
-            return media_part_tokens(payload, self.provider)
+        if isinstance(payload, _Block):  # a NamedTuple: test it before plain tuples
+            media = media_info(payload.block, payload.image)
+            return media_part_tokens(media, self.provider, self.model, self.count_text)
         return self.count_text(_tool_call_text(*payload))
 
     # -- cache ------------------------------------------------------------------------------
@@ -535,13 +607,171 @@ class TokenCounter:
             n = reuse.get(part[0])
             if n is None:
                 n = self._part_tokens(part)
-            counted.append({"k": part[0], "n": n})
+            item: dict[str, Any] = {"k": part[0], "n": n}
+            if part[0].startswith("client="):
+                item["s"] = "client"  # a caller's estimate, not ours
+            counted.append(item)
             total += n
         if not isinstance(om, dict):
             om = {}
             metadata[OM_META_KEY] = om
         om["tok"] = {"v": CACHE_VERSION, "src": source, "parts": counted}
         return total
+
+
+# ---------------------------------------------------------------------------------------------
+# LangChain-style counters
+# ---------------------------------------------------------------------------------------------
+
+MessageCounter = Callable[[list["BaseMessage"]], int]
+"""A LangChain ``token_counter``, e.g. ``count_tokens_approximately`` or
+``model.get_num_tokens_from_messages``."""
+
+
+def _callable_name(fn: Callable[..., Any]) -> str:
+    """A stable name for a counting function (the cache source of its counts)."""
+    if isinstance(fn, functools.partial):
+        args = ",".join(f"{k}={v!r}" for k, v in sorted(fn.keywords.items()))
+        return f"{_callable_name(fn.func)}({args})"
+    owner = getattr(fn, "__self__", None)
+    name = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
+    if owner is not None and not isinstance(owner, type):
+        model = next(
+            (
+                v
+                for a in ("model_name", "model", "model_id")
+                if isinstance(v := getattr(owner, a, None), str)
+            ),
+            "",
+        )
+        name += f"[{model}]"
+    return name
+
+
+class CallableTokenCounter(TokenCounter):
+    """A :class:`TokenCounter` that counts with a LangChain ``token_counter`` callable.
+
+    With ``per_message=True`` (the default) each message is counted alone, as
+    ``fn([message]) - fn([])``, and that count is cached on the message like the built-in
+    counter's, so unchanged messages are never recounted; a conversation is ``fn([])`` plus its
+    messages. That is exact for counters that add up per message (``count_tokens_approximately``
+    rounds once per call, so the sum can exceed one whole-list call by under a token per
+    message). Pass ``per_message=False`` for a counter that is not additive: every count then
+    calls ``fn`` on the whole list, uncached. Text is counted as ``fn([HumanMessage(text)])``
+    minus the count of an empty ``HumanMessage``.
+
+    Args:
+        fn: ``Callable[[list[BaseMessage]], int]``.
+        per_message: Count and cache per message (see above).
+        name: Cache source name; by default built from the function (and its model for a bound
+            method such as ``model.get_num_tokens_from_messages``). Counts cached under one
+            name are reused by any counter with that name.
+    """
+
+    def __init__(
+        self, fn: MessageCounter, *, per_message: bool = True, name: str | None = None
+    ) -> None:
+        super().__init__(source="heuristic")
+        self.fn = fn
+        self.per_message = per_message
+        self.name = name or _callable_name(fn)
+        self._source = f"callable:{self.name}"
+        self._empty_list: int | None = None
+        self._empty_text: int | None = None
+
+    def __repr__(self) -> str:
+        return f"CallableTokenCounter({self.name!r}, per_message={self.per_message})"
+
+    def for_model(self, model_id: str | None) -> TokenCounter:
+        """The callable decides how media count: the same counter for every model."""
+        return self
+
+    def _call(self, messages: list[BaseMessage]) -> int:
+        self.encode_calls += 1
+        n = self.fn(messages)
+        if isinstance(n, bool) or not isinstance(n, int | float) or n < 0:
+            raise OMConfigError(
+                f"token_counter {self.name} returned {n!r} instead of a token count; pass a "
+                "function that takes a list of messages and returns an int",
+                option="token_counter",
+            )
+        return math.ceil(n)
+
+    def _baseline(self) -> int:
+        if self._empty_list is None:
+            self._empty_list = self._call([])
+        return self._empty_list
+
+    def count_text(self, text: str) -> int:
+        """Tokens of ``text``: a user message holding it, minus an empty user message."""
+        if not text:
+            return 0
+        if self._empty_text is None:
+            self._empty_text = self._call([HumanMessage("")])
+        return max(0, self._call([HumanMessage(text)]) - self._empty_text)
+
+    def count_message(self, message: BaseMessage) -> int:
+        """``fn([message]) - fn([])``, cached on the message while its content is unchanged."""
+        parts, n_calls = self._parts(message)
+        key = "msg:" + _digest(
+            f"{type(message).__name__}|{n_calls}|" + "|".join(p[0] for p in parts)
+        )
+        metadata: object = message.response_metadata
+        om = metadata.get(OM_META_KEY) if isinstance(metadata, dict) else None
+        entry = om.get("tok") if isinstance(om, dict) else None
+        if (
+            isinstance(entry, dict)
+            and entry.get("src") == self._source
+            and entry.get("v") == CACHE_VERSION
+            and isinstance(entry.get("parts"), list)
+            and len(entry["parts"]) == 1
+            and isinstance(item := entry["parts"][0], dict)
+            and item.get("k") == key
+            and type(n := item.get("n")) is int
+            and n >= 0
+        ):
+            return n
+        n = max(0, self._call([message]) - self._baseline())
+        if isinstance(metadata, dict):
+            if not isinstance(om, dict):
+                om = {}
+                metadata[OM_META_KEY] = om
+            om["tok"] = {"v": CACHE_VERSION, "src": self._source, "parts": [{"k": key, "n": n}]}
+        return n
+
+    def count_messages(self, messages: Sequence[BaseMessage]) -> int:
+        """Count a conversation (0 if empty)."""
+        if not messages:
+            return 0
+        if not self.per_message:
+            return self._call(list(messages))
+        return self._baseline() + sum(self.count_message(m) for m in messages)
+
+
+def as_token_counter(value: object) -> TokenCounter:
+    """The counter for a ``token_counter=`` argument.
+
+    Args:
+        value: None (the process-wide counter), a :class:`TokenCounter`, ``"approximate"``
+            (LangChain's ``count_tokens_approximately``) or any
+            ``Callable[[list[BaseMessage]], int]``.
+
+    Raises:
+        OMConfigError: ``value`` is none of these.
+    """
+    if value is None:
+        return get_default_counter()
+    if isinstance(value, TokenCounter):
+        return value
+    if value == "approximate":
+        return CallableTokenCounter(count_tokens_approximately, name="approximate")
+    if callable(value):
+        return CallableTokenCounter(cast("MessageCounter", value))
+    raise OMConfigError(
+        f"token_counter must be a TokenCounter, 'approximate' or a function taking a list of "
+        f"messages and returning an int, got {value!r}",
+        option="token_counter",
+    )
 
 
 # ---------------------------------------------------------------------------------------------

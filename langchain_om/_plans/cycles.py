@@ -82,7 +82,7 @@ def status_event(
         messages=WindowUsage(tokens=window_tokens, threshold=env.message_threshold(record)),
         observations=WindowUsage(
             tokens=record["observation_tokens"],
-            threshold=env.config.reflection.observation_tokens,
+            threshold=env.config.reflection.observation_tokens_abs,
         ),
         buffered_observations=BufferedObservationsStatus(
             chunks=len(chunks),
@@ -484,7 +484,7 @@ def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecor
     groups = record["groups"]
     if not groups:
         return record
-    threshold = env.config.reflection.observation_tokens
+    threshold = env.config.reflection.observation_tokens_abs
 
     def body(cycle: Cycle) -> Plan[tuple[OMRecord, dict[str, Any]]]:
         best = yield from call_reflector(cycle, groups, target=threshold)

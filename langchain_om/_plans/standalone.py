@@ -38,6 +38,8 @@ class StandaloneRequest:
     force_observe: bool = False
     force_reflect: bool = False
     trigger: Trigger = "manual"
+    actor_model: str | None = None
+    """``provider/model`` of the agent's model, when the caller knows it."""
 
 
 @dataclass
@@ -88,6 +90,7 @@ def step_plan(env: TurnEnv, req: StandaloneRequest) -> Plan[ThreadState]:
         force_observe=req.force_observe,
         force_reflect=req.force_reflect,
         trigger=req.trigger,
+        actor_model=req.actor_model,
     )
     try:
         outcome = yield from turn_plan(env, inp)

@@ -22,17 +22,18 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from langchain_om._core.cache_ttl import auto_ttl_ms
 from langchain_om._core.dates import iso, message_time, stamp_messages
 from langchain_om._core.record import new_record
 from langchain_om._core.reflector import select_reflection_slice, should_reflect
 from langchain_om._core.temporal import gap_reminder
 from langchain_om._core.thresholds import (
-    auto_ttl_ms,
     choose_activation,
     chunk_chain,
     should_buffer,
 )
 from langchain_om._core.types import OM_META_KEY, OMRecord
+from langchain_om._core.usage import reported_window_tokens
 from langchain_om._core.window import observation_cut, safe_cut_points
 from langchain_om._plans.buffer import (
     activate_reflection,
@@ -58,7 +59,7 @@ from langchain_om._plans.types import (
     emit_event,
 )
 from langchain_om.errors import CycleFailedError
-from langchain_om.events import TemporalGapEvent
+from langchain_om.events import ContextOverflowEvent, TemporalGapEvent
 
 BLOCK_WAIT_SECONDS = 60.0
 """How long a step beyond ``block_after`` waits for an in-flight buffer."""
@@ -101,10 +102,10 @@ def _idle_ms(record: OMRecord, now: datetime) -> int | None:
         return None
 
 
-def _ttl(setting: int | str | None, model: str | None) -> int | None:
+def _ttl(setting: int | str | None, model: str | None, retention: str | None) -> int | None:
     if setting is None:
         return None
-    return auto_ttl_ms(model) if setting == "auto" else int(setting)
+    return auto_ttl_ms(model, retention=retention) if setting == "auto" else int(setting)
 
 
 def _early_trigger(
@@ -118,7 +119,7 @@ def _early_trigger(
         else cfg.observation_activate_after_idle_ms
     )
     model = inp.actor_model or record.get("last_actor_model")
-    ttl = _ttl(setting, model)
+    ttl = _ttl(setting, model, env.cache_retention)
     idle = _idle_ms(record, now)
     if ttl is not None and idle is not None and idle >= ttl:
         return "ttl"
@@ -204,7 +205,7 @@ def sync_reflection_due(env: TurnEnv, record: OMRecord) -> bool:
     cfg = env.config
     tokens = record["observation_tokens"]
     if not should_reflect(
-        tokens, cfg.reflection.observation_tokens, record["reflection_suppressed_at_tokens"]
+        tokens, cfg.reflection.observation_tokens_abs, record["reflection_suppressed_at_tokens"]
     ):
         return False
     return not cfg.buffering_enabled or tokens >= cfg.reflection.block_after_tokens
@@ -222,6 +223,10 @@ class _Step:
     block_after: int = 0
     tokens: int = 0
     """Tokens of the current window."""
+    start_tokens: int = 0
+    """Tokens of the window the step started with."""
+    reported: int = 0
+    """Provider-reported window tokens; counts for the threshold until the window changes."""
     chain: list[Mapping[str, Any]] = field(default_factory=list)
     """Stored chunks not activated yet (a valid prefix chain of the window)."""
     reflection: Mapping[str, Any] | None = None
@@ -241,6 +246,12 @@ class _Step:
 
     def recount(self) -> None:
         self.tokens = self.env.counter.count_messages(self.out.window)
+        self.reported = 0
+
+    @property
+    def trigger_tokens(self) -> int:
+        """The tokens compared with the threshold: the estimate, or a larger reported usage."""
+        return max(self.tokens, self.reported)
 
     def scheduled(self, key: str) -> bool:
         """Whether the job ``key`` runs now or this step starts it."""
@@ -290,6 +301,14 @@ def _prepare(step: _Step) -> Plan[_Step]:
     step.threshold = env.message_threshold(out.record)
     step.block_after = cfg.observation.block_after_tokens if step.buffering else step.threshold
     step.recount()
+    step.start_tokens = step.tokens
+    if cfg.observation.use_usage_metadata:
+        step.reported = reported_window_tokens(
+            out.window,
+            env.counter.count_messages,
+            actor_model=step.inp.actor_model,
+            logged_tokens=out.record["observation_tokens"],
+        )
     return step
 
 
@@ -313,7 +332,7 @@ def _activate_due(step: _Step) -> Plan[None]:
         return
     trigger = (
         "threshold"
-        if step.tokens >= step.threshold
+        if step.trigger_tokens >= step.threshold
         else _early_trigger(step.env, step.inp, step.out.record, step.now, reflection=False)
     )
     if trigger is None:
@@ -340,10 +359,32 @@ def _await_buffer(step: _Step) -> Plan[None]:
 
 
 def _observe(step: _Step) -> Plan[None]:
-    """4. Observe synchronously when over the threshold and no buffer is coming."""
+    """4. Observe synchronously when over the threshold and no buffer is coming.
+
+    After a context overflow of the agent's call the step observes whatever its threshold, and
+    reports what it freed.
+    """
+    yield from _observe_due(step)
+    if step.inp.context_overflow:
+        emit_event(
+            step.env,
+            step.inp,
+            ContextOverflowEvent(
+                thread_id=step.inp.thread_id,
+                model=step.inp.actor_model,
+                tokens_before=step.start_tokens,
+                tokens_after=step.tokens,
+                removed_messages=len(step.out.removed),
+                timestamp=iso(step.now),
+            ),
+        )
+
+
+def _observe_due(step: _Step) -> Plan[None]:
     env, inp, out = step.env, step.inp, step.out
     sync_at = step.block_after if (step.buffering and env.running(step.obs_key)) else step.threshold
-    if not (inp.force_observe or step.tokens >= sync_at):
+    forced = inp.force_observe or inp.context_overflow
+    if not (forced or step.trigger_tokens >= sync_at):
         return
     yield from _activate(step, step.chain, "threshold")
     step.chain = []
@@ -446,7 +487,7 @@ def _reflection_step(step: _Step) -> Plan[None]:
     cfg = env.config
     record = out.record
     tokens = record["observation_tokens"]
-    threshold = cfg.reflection.observation_tokens
+    threshold = cfg.reflection.observation_tokens_abs
     stored = step.reflection
     if not inp.force_reflect and step.buffering and stored is not None:
         trigger = (

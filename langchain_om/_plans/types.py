@@ -41,13 +41,15 @@ class TurnEnv:
     extractors: Sequence[Extractor] = ()
     """``observation.extract``, validated."""
     timezone: str = "UTC"
+    cache_retention: str | None = None
+    """OpenAI ``prompt_cache_retention`` of the agent's model (the ``"auto"`` idle TTL)."""
 
     def message_threshold(self, record: OMRecord) -> int:
         """Unobserved-message tokens that trigger observation of ``record``'s thread."""
         cfg = self.config
         return message_threshold(
-            cfg.observation.message_tokens,
-            observation_tokens=cfg.reflection.observation_tokens,
+            cfg.observation.message_tokens_abs,
+            observation_tokens=cfg.reflection.observation_tokens_abs,
             logged_tokens=record["observation_tokens"],
             share_budget=cfg.share_token_budget,
         )
@@ -76,6 +78,8 @@ class TurnInput:
     """Run synchronous Observer/Reflector calls (graph gates leave them to their nodes)."""
     emit_status: bool = True
     """Emit ``data-om-status`` (once per model call: the graph's cycle nodes do not)."""
+    context_overflow: bool = False
+    """The agent's model call overflowed its context: observe now, keeping the current turn."""
 
 
 def require_thread_id(thread_id: str | None) -> str:

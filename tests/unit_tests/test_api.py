@@ -6,6 +6,7 @@ import langchain_om
 import langchain_om.testing
 
 EXPECTED = [
+    "CallableTokenCounter",
     "CycleFailedError",
     "Extractor",
     "Hooks",
@@ -36,6 +37,7 @@ EXPECTED = [
     "TurnOutcome",
     "__version__",
     "add_observational_memory",
+    "as_token_counter",
     "create_recall_tool",
 ]
 

@@ -1033,9 +1033,9 @@ def test_valid_options_round_trip_and_keep_invariants(options: dict[str, Any]) -
     assert coerce(config.model_dump(by_alias=True)) == config
     obs, ref = config.observation, config.reflection
     interval = obs.buffer_interval_tokens
-    assert interval is None or 1 <= interval < obs.message_tokens
-    assert 0 <= obs.retention_floor_tokens < obs.message_tokens
-    assert obs.block_after_tokens >= obs.message_tokens
-    assert ref.block_after_tokens >= ref.observation_tokens
-    assert 0 <= ref.buffer_start_tokens <= ref.observation_tokens
+    assert interval is None or 1 <= interval < obs.message_tokens_abs
+    assert 0 <= obs.retention_floor_tokens < obs.message_tokens_abs
+    assert obs.block_after_tokens >= obs.message_tokens_abs
+    assert ref.block_after_tokens >= ref.observation_tokens_abs
+    assert 0 <= ref.buffer_start_tokens <= ref.observation_tokens_abs
     assert config.buffering_enabled is (obs.buffer_tokens is not False)

@@ -555,7 +555,7 @@ def test_previous_observations_and_truncation_notice() -> None:
     _, human = human_text(previous=cut)
     assert "3 older observation lines are hidden" in human and "stored intact" in human
     _, human = human_text(previous=TruncatedObservations("", True, 5, 0))
-    assert "## Previous Observations" not in human
+    assert "already has 5 recorded observations" in human  # all hidden: still told they exist
 
 
 def test_prior_metadata_and_optional_sections() -> None:

@@ -22,6 +22,7 @@ PACKAGE = Path(langchain_om.__file__).parent
 
 PINNED: dict[str, list[str]] = {
     "langchain_om": [
+        "CallableTokenCounter",
         "CycleFailedError",
         "Extractor",
         "Hooks",
@@ -52,6 +53,7 @@ PINNED: dict[str, list[str]] = {
         "TurnOutcome",
         "__version__",
         "add_observational_memory",
+        "as_token_counter",
         "create_recall_tool",
     ],
     "langchain_om.cli": [
@@ -101,6 +103,7 @@ PINNED: dict[str, list[str]] = {
         "BufferingEndEvent",
         "BufferingFailedEvent",
         "BufferingStartEvent",
+        "ContextOverflowEvent",
         "OMEvent",
         "ObservationEndEvent",
         "ObservationFailedEvent",

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import gc
 import gzip
 import hashlib
 import json
@@ -31,8 +30,6 @@ from langchain_om._core.tokens import (
     TOOL_CALL_OVERHEAD,
     TokenCounter,
     count_tokens,
-    estimate_file_tokens,
-    estimate_image_tokens,
     get_default_counter,
     heuristic_count,
     reset_fallback_warning,
@@ -441,20 +438,13 @@ def test_text_keys_agree_across_message_shapes(counter: TokenCounter) -> None:
     ]
 
 
-def test_recount_memo_follows_the_message_and_its_content(counter: TokenCounter) -> None:
+def test_equal_content_in_a_new_string_hits_the_cache(counter: TokenCounter) -> None:
     msg = HumanMessage(PARAGRAPHS[0])
     n = counter.count_message(msg)
-    assert id(msg) in tokens._SEEN
-    # An equal but distinct string still matches the cached key.
-    msg.content = "".join(list(PARAGRAPHS[0]))
+    msg.content = "".join(list(PARAGRAPHS[0]))  # equal but distinct string
     calls = counter.encode_calls
     assert counter.count_message(msg) == n
     assert counter.encode_calls == calls
-    # The memo entry goes away with the message.
-    ident = id(msg)
-    del msg
-    gc.collect()
-    assert ident not in tokens._SEEN
 
 
 def test_message_subclasses_are_recognised(counter: TokenCounter) -> None:
@@ -515,54 +505,6 @@ def test_non_dict_response_metadata_counts_without_cache(counter: TokenCounter) 
 # -- images and files ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("provider", "w", "h", "detail", "expected"),
-    [
-        ("openai", 512, 512, None, 85 + 170),
-        ("openai", 1024, 1024, "high", 85 + 170 * 4),  # short side 768 → 2x2 tiles
-        ("openai", 2048, 4096, "auto", 85 + 170 * 6),  # 1024x2048 → 768x1536 → 2x3
-        ("openai", 4096, 8192, None, 85 + 170 * 6),
-        ("openai", 4000, 3000, "low", 85),
-        ("azure_openai", 100, 100, None, 255),
-        ("google_genai", 4000, 3000, None, 258),
-        ("google_vertexai", None, None, None, 258),
-        ("anthropic", 200, 200, None, 54),
-        ("anthropic", 1000, 1000, None, 1334),
-        ("anthropic", 1092, 1092, None, 1590),
-        ("anthropic", 1568, 300, None, 628),
-        ("anthropic", 3136, 600, None, 628),  # long edge shrunk to 1568 first
-        ("anthropic", 4000, 3000, None, 1600),  # capped
-        ("openai", None, None, None, 765),
-        ("openai", None, None, "low", 85),
-        ("anthropic", None, None, None, 1600),
-        (None, None, None, None, 1000),
-        ("mistral", 1024, 1024, None, 765),
-    ],
-)
-def test_image_estimates(
-    provider: str | None, w: int | None, h: int | None, detail: str | None, expected: int
-) -> None:
-    assert estimate_image_tokens(provider, w, h, detail) == expected
-
-
-@pytest.mark.parametrize(
-    ("provider", "size", "pdf", "expected"),
-    [
-        ("google_genai", 1_000, True, 258),
-        ("google_genai", 100_000, True, 5_000),
-        ("anthropic", 3_000, True, 1_500),
-        ("anthropic", 30_000, True, 10_000),
-        ("openai", 1_000, True, 500),
-        ("openai", 40_000, True, 10_000),
-        (None, 40_000, True, 10_000),
-        ("anthropic", 4_000, False, 1_000),
-        (None, None, True, 1_000),
-    ],
-)
-def test_file_estimates(provider: str | None, size: int | None, pdf: bool, expected: int) -> None:
-    assert estimate_file_tokens(provider, size, pdf=pdf) == expected
-
-
 def _png(w: int, h: int) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + struct.pack(">I4sII", 13, b"IHDR", w, h) + b"\x08\x02\0\0\0" * 4
 
@@ -604,64 +546,6 @@ def test_image_size_is_read_from_base64_data(data: bytes) -> None:
         msg = HumanMessage(content=[block])
         assert TokenCounter(provider="anthropic").count_message(msg) == 1399 + MESSAGE_OVERHEAD
         assert TokenCounter(provider="openai").count_message(msg) == 765 + MESSAGE_OVERHEAD
-
-
-def test_image_blocks_use_fields_metadata_and_provider() -> None:
-    with_fields = HumanMessage(
-        content=[{"type": "image", "url": "https://x/a.png", "width": 200, "height": 200}]
-    )
-    with_metadata = HumanMessage(
-        content=[
-            {
-                "type": "image_url",
-                "image_url": {"url": "https://x/b.png", "detail": "high"},
-                "metadata": {"width": 2048, "height": 4096},
-            }
-        ]
-    )
-    low = HumanMessage(
-        content=[{"type": "image_url", "image_url": {"url": "https://x/c.png", "detail": "low"}}]
-    )
-    no_dims = HumanMessage(content=[{"type": "image", "url": "https://x/d.png"}])
-    cases = {
-        "openai": (255, 1105, 85, 765),
-        "anthropic": (54, 1600, 1600, 1600),
-        "google_genai": (258, 258, 258, 258),
-        None: (255, 1105, 85, 1000),
-    }
-    for provider, expected in cases.items():
-        c = TokenCounter(provider=provider)
-        got = tuple(
-            c.count_message(m) - MESSAGE_OVERHEAD
-            for m in (with_fields, with_metadata, low, no_dims)
-        )
-        assert got == expected, provider
-        assert c.encode_calls == 0  # images never touch the tokenizer
-
-
-def test_file_blocks_by_size() -> None:
-    pdf = base64.b64encode(b"%PDF" + b"\0" * 11_996).decode()  # 12_000 bytes
-    blocks: list[dict[str, Any]] = [
-        {"type": "file", "base64": pdf, "mime_type": "application/pdf"},
-        {"type": "file", "file": {"file_data": f"data:application/pdf;base64,{pdf}"}},
-        {"type": "file", "file": {"file_data": pdf, "filename": "report.PDF"}},
-        {
-            "type": "document",
-            "source": {"type": "base64", "media_type": "application/pdf", "data": pdf},
-        },
-    ]
-    for block in blocks:
-        msg = HumanMessage(content=[block])
-        assert TokenCounter(provider="anthropic").count_message(msg) == 4_000 + MESSAGE_OVERHEAD
-        assert TokenCounter(provider="google_genai").count_message(msg) == 600 + MESSAGE_OVERHEAD
-        assert TokenCounter(provider="openai").count_message(msg) == 3_000 + MESSAGE_OVERHEAD
-    text_file = base64.b64encode(b"x" * 10).decode()  # padded: 16 chars for 10 bytes
-    csv = HumanMessage(content=[{"type": "file", "base64": text_file, "mime_type": "text/csv"}])
-    assert TokenCounter().count_message(csv) == 3 + MESSAGE_OVERHEAD  # ceil(10 / 4)
-    remote = HumanMessage(content=[{"type": "file", "url": "https://x/y.pdf"}])
-    assert TokenCounter().count_message(remote) == 1_000 + MESSAGE_OVERHEAD
-    sized = HumanMessage(content=[{"type": "file", "file_id": "f1", "metadata": {"size": 8_000}}])
-    assert TokenCounter().count_message(sized) == 2_000 + MESSAGE_OVERHEAD
 
 
 def test_media_cache_depends_on_provider() -> None:
@@ -769,3 +653,12 @@ def test_bundled_file_is_byte_identical_to_openai(tmp_path: Path) -> None:
     data = gzip.decompress(path.read_bytes())
     assert len(data) == 3_613_922
     assert hashlib.sha256(data).hexdigest() == offline.ENCODING_FILES["o200k_base"].sha256
+
+
+def test_text_with_a_lone_surrogate_is_counted_and_cached() -> None:
+    counter = TokenCounter(source="heuristic")
+    message = HumanMessage("broken \ud800 pair " * 20)
+    first = counter.count_message(message)
+    calls = counter.encode_calls
+    assert counter.count_message(message) == first
+    assert counter.encode_calls == calls  # the key was computed again, without an error
