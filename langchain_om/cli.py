@@ -40,9 +40,9 @@ from langchain_core.messages import (
 from langchain_om import events, local
 from langchain_om.display import render_text, render_windows
 from langchain_om.engine import ObservationalMemory, ThreadSnapshot
-from langchain_om.errors import MissingProviderError, ObservationalMemoryError
+from langchain_om.errors import MissingProviderError, ObservationalMemoryError, OMUsageError
 from langchain_om.events import OMEvent
-from langchain_om.models import resolve_model_string
+from langchain_om.models import RunContext, resolve_model_string
 from langchain_om.testing import FunctionChatModel, memory_model
 
 __all__ = ["ReplayFormatError", "load_conversation", "main"]
@@ -160,6 +160,11 @@ def open_backend(args: argparse.Namespace, say: Callable[[str], None]) -> Iterat
 _SETTINGS_NS = ("langchain_om", "cli")
 
 
+def _no_model(ctx: RunContext) -> Any:
+    """Model spec of a read-only memory (``inspect``): it never observes, so it never calls."""
+    raise OMUsageError(f"this command reads memory only; it does not run the {ctx.role}")
+
+
 def open_memory(
     args: argparse.Namespace, backend: Backend | None, on_event: Callable[[OMEvent], None] | None
 ) -> ObservationalMemory:
@@ -168,7 +173,7 @@ def open_memory(
     Thresholds: the options when given, else those this database was last used with (kept in
     its store), else the models' demo thresholds, else the library defaults.
     """
-    probe = ObservationalMemory.from_sqlite(str(args.db))
+    probe = ObservationalMemory.from_sqlite(str(args.db), model=_no_model)
     try:
         item = probe.store.get(_SETTINGS_NS, "thresholds")
     finally:
@@ -190,8 +195,7 @@ def open_memory(
     if observation_tokens:
         reflection["observation_tokens"] = observation_tokens
     options: dict[str, Any] = {"observation": observation, "reflection": reflection}
-    if backend is not None:
-        options["model"] = backend.memory_model
+    options["model"] = backend.memory_model if backend is not None else _no_model
     memory = ObservationalMemory.from_sqlite(str(args.db), on_debug_event=on_event, **options)
     if backend is not None:
         effective = {

@@ -10,7 +10,8 @@
 Example:
     >>> from langchain_om import ObservationalMemory
     >>> from langchain_om.display import render_windows
-    >>> memory = ObservationalMemory(observation={"message_tokens": 100})
+    >>> from langchain_om.testing import memory_model
+    >>> memory = ObservationalMemory(model=memory_model(), observation={"message_tokens": 100})
     >>> print(render_windows(memory.status(thread_id="t1").status, width=10))
     messages      ░░░░░░░░░░       0 / 100 tokens
     observations  ░░░░░░░░░░       0 / 40,000 tokens

@@ -52,6 +52,7 @@ from langchain_om._plans.types import (
     require_thread_id,
 )
 from langchain_om._role_models import RoleModels
+from langchain_om._spec_check import check_engine_args
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.display import render_html
 from langchain_om.events import OMEvent, StatusEvent
@@ -166,6 +167,7 @@ class ObservationalMemory:
         **kwargs: Any,
     ) -> None:
         self.config = ObservationalMemoryConfig.coerce(options, **kwargs)
+        check_engine_args(self.config, timezone=timezone, clock=clock, background=background)
         self.store: BaseStore = store if store is not None else InMemoryStore()
         self.checkpointer: BaseCheckpointSaver[Any] = (
             checkpointer if checkpointer is not None else InMemorySaver()
