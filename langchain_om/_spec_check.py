@@ -110,7 +110,11 @@ def check_spec(spec: Any, option: str = "model", depth: int = 0) -> None:
         MissingProviderError: a provider package is not installed.
     """
     if depth > _MAX_DEPTH:
-        raise OMConfigError(f"Invalid option {option!r}: the model spec nests too deeply.", option)
+        raise OMConfigError(
+            f"Invalid option {option!r}: the model spec nests too deeply; a callable or tier "
+            "should end in a model string or instance.",
+            option=option,
+        )
     if spec is None or (isinstance(spec, str) and spec.strip() == "default"):
         _check_string(DEFAULT_MODEL, option, default=True)
     elif isinstance(spec, str):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, Required, TypedDict, TypeVar, Unpack
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, MessageLikeRepresentation, convert_to_messages
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
@@ -30,6 +30,7 @@ from langchain_om._core.record import coerce_record, new_record
 from langchain_om._core.render import MemoryContext, render_memory
 from langchain_om._core.tokens import TokenCounter, get_default_counter
 from langchain_om._core.types import OMRecord
+from langchain_om._logging import log_event
 from langchain_om._plans.background import Background
 from langchain_om._plans.cycles import status_event
 from langchain_om._plans.effects import Executor, Plan, run_async, run_sync
@@ -55,6 +56,7 @@ from langchain_om._role_models import RoleModels
 from langchain_om._spec_check import check_engine_args
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.display import render_html
+from langchain_om.errors import OMUsageError
 from langchain_om.events import OMEvent, StatusEvent
 from langchain_om.extractors import check_extractors
 from langchain_om.retry import RetryPolicy
@@ -95,7 +97,7 @@ class EndTurnOptions(TypedDict):
 
     thread_id: Required[str | None]
     """The conversation."""
-    window: Required[Sequence[BaseMessage]]
+    window: Required[Sequence[MessageLikeRepresentation]]
     """Its unobserved messages, oldest first."""
     record: NotRequired[OMRecord | dict[str, Any] | None]
     """The thread's OM record (``None`` starts a new one)."""
@@ -237,6 +239,7 @@ class ObservationalMemory:
     # -- events ---------------------------------------------------------------------------
 
     def _emit(self, event: OMEvent) -> None:
+        log_event(event)
         if self.on_debug_event is None:
             return
         try:
@@ -252,19 +255,22 @@ class ObservationalMemory:
         thread_id: str | None,
         resource_id: str | None,
         record: Any,
-        window: Sequence[BaseMessage],
+        window: Sequence[MessageLikeRepresentation],
         **kwargs: Any,
     ) -> TurnInput:
         return TurnInput(
             thread_id=require_thread_id(thread_id),
             resource_id=resource_id,
             record=coerce_record(record),
-            window=list(window),
+            window=_messages(window),
             **kwargs,
         )
 
     def _step_input(
-        self, thread_id: str | None, window: Sequence[BaseMessage], options: StepOptions
+        self,
+        thread_id: str | None,
+        window: Sequence[MessageLikeRepresentation],
+        options: StepOptions,
     ) -> TurnInput:
         opts: dict[str, Any] = dict(options)
         renames = {"observe": "allow_observe", "reflect": "allow_reflect"}
@@ -283,7 +289,7 @@ class ObservationalMemory:
         self,
         *,
         thread_id: str | None,
-        window: Sequence[BaseMessage],
+        window: Sequence[MessageLikeRepresentation],
         **options: Unpack[StepOptions],
     ) -> TurnOutcome:
         """Run one step on ``window`` (the unobserved messages) and ``record``.
@@ -306,7 +312,7 @@ class ObservationalMemory:
         self,
         *,
         thread_id: str | None,
-        window: Sequence[BaseMessage],
+        window: Sequence[MessageLikeRepresentation],
         **options: Unpack[StepOptions],
     ) -> TurnOutcome:
         """Async twin of :meth:`step`."""
@@ -453,10 +459,11 @@ class ObservationalMemory:
         self,
         thread_id: str,
         resource_id: str | None,
-        messages: Sequence[BaseMessage] | None,
+        messages: Sequence[MessageLikeRepresentation] | None,
         **force: Any,
     ) -> Plan[ThreadState]:
-        return step_plan(self._env, StandaloneRequest(thread_id, resource_id, messages, **force))
+        given = _messages(messages) if messages is not None else None
+        return step_plan(self._env, StandaloneRequest(thread_id, resource_id, given, **force))
 
     def _snapshot(self, thread_id: str, state: ThreadState) -> ThreadSnapshot:
         status = state.status
@@ -472,14 +479,26 @@ class ObservationalMemory:
         )
 
     def add_messages(
-        self, thread_id: str, messages: Sequence[BaseMessage], *, resource_id: str | None = None
+        self,
+        thread_id: str,
+        messages: Sequence[MessageLikeRepresentation],
+        *,
+        resource_id: str | None = None,
     ) -> ThreadSnapshot:
-        """Append ``messages`` to the thread and run a threshold-driven step (like an agent)."""
+        """Append ``messages`` to the thread and run a threshold-driven step (like an agent).
+
+        ``messages`` may be anything ``convert_to_messages`` accepts: message objects,
+        ``("user", "hi")`` tuples, ``{"role": ..., "content": ...}`` dicts or strings.
+        """
         plan = self._step_plan(thread_id, resource_id, messages, trigger="turn-sync")
         return self._run_standalone(thread_id, plan)
 
     async def aadd_messages(
-        self, thread_id: str, messages: Sequence[BaseMessage], *, resource_id: str | None = None
+        self,
+        thread_id: str,
+        messages: Sequence[MessageLikeRepresentation],
+        *,
+        resource_id: str | None = None,
     ) -> ThreadSnapshot:
         """Async twin of :meth:`add_messages`."""
         plan = self._step_plan(thread_id, resource_id, messages, trigger="turn-sync")
@@ -489,10 +508,13 @@ class ObservationalMemory:
         self,
         *,
         thread_id: str,
-        messages: Sequence[BaseMessage] | None = None,
+        messages: Sequence[MessageLikeRepresentation] | None = None,
         resource_id: str | None = None,
     ) -> ThreadSnapshot:
         """Observe now: add ``messages`` (if any) and observe the thread's window.
+
+        ``messages`` may be anything ``convert_to_messages`` accepts (message objects,
+        ``("user", "hi")`` tuples, role/content dicts, strings).
 
         The current turn is observed too (the safe cut nearest the end: a tool call is never
         separated from its results). Raises :class:`~langchain_om.errors.CycleFailedError` when
@@ -505,7 +527,7 @@ class ObservationalMemory:
         self,
         *,
         thread_id: str,
-        messages: Sequence[BaseMessage] | None = None,
+        messages: Sequence[MessageLikeRepresentation] | None = None,
         resource_id: str | None = None,
     ) -> ThreadSnapshot:
         """Async twin of :meth:`observe`."""
@@ -583,6 +605,16 @@ class _ThreadLocks:
     def get(self, thread_id: str) -> threading.Lock:
         with self._guard:
             return self._locks.setdefault(thread_id, threading.Lock())
+
+
+def _messages(messages: Sequence[MessageLikeRepresentation]) -> list[BaseMessage]:
+    """Messages in any form LangChain accepts: messages, ``("user", "hi")``, dicts, strings."""
+    if isinstance(messages, str | BaseMessage | dict | tuple):
+        raise OMUsageError(
+            f"messages must be a list of messages, got one {type(messages).__name__}; "
+            'wrap it in a list, e.g. messages=[("user", "hello")].'
+        )
+    return convert_to_messages(messages)
 
 
 def _context_messages(snap: ThreadSnapshot) -> list[BaseMessage]:

@@ -109,6 +109,7 @@ PINNED: dict[str, list[str]] = {
         "TemporalGapEvent",
         "ThreadUpdateEvent",
         "WindowUsage",
+        "parse_event",
     ],
     "langchain_om.extractors": [
         "ExtractionResult",
