@@ -136,7 +136,8 @@ def render_text(
         lines.extend(f"   {line}" for line in str(group.get("text", "")).splitlines() if line)
     if max_lines is not None and len(lines) > max_lines:
         hidden = len(lines) - max_lines
-        lines = [f"   … {hidden} earlier lines", *lines[-max_lines:]]
+        shown = lines[len(lines) - max(max_lines, 0) :]  # lines[-0:] would be every line
+        lines = [f"   … {hidden} earlier lines" if shown else f"   … {hidden} lines", *shown]
     out.append(f"observation log ({len(groups)} groups):")
     out.extend(lines)
     return "\n".join(out)
