@@ -89,7 +89,7 @@ CASES: list[tuple[str, dict[str, Any], type[Exception], str, str]] = [
     ("background", scripted({"background": "sometimes"}), OMConfigError, "background", "'manual'"),
     (
         "naive clock",
-        scripted({"clock": lambda: datetime(2026, 1, 1)}),  # noqa: DTZ001 - the mistake under test
+        scripted({"clock": lambda: datetime(2026, 1, 1)}),
         OMConfigError,
         "clock",
         "datetime.now(UTC)",
