@@ -17,7 +17,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, Required, TypedDict, TypeVar, Unpack
 
-from langchain_core.messages import BaseMessage, MessageLikeRepresentation, convert_to_messages
+from langchain_core.messages import (
+    BaseMessage,
+    MessageLikeRepresentation,
+    SystemMessage,
+    convert_to_messages,
+)
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
@@ -34,6 +39,7 @@ from langchain_om._logging import log_event
 from langchain_om._plans.background import Background
 from langchain_om._plans.cycles import status_event
 from langchain_om._plans.effects import Executor, Plan, run_async, run_sync
+from langchain_om._plans.graph_state import merge_memory
 from langchain_om._plans.standalone import StandaloneRequest, ThreadState, load_plan, step_plan
 from langchain_om._plans.storage import (
     archived_messages_plan,
@@ -566,15 +572,26 @@ class ObservationalMemory:
         finally:
             lock.release()
 
-    def get_context(self, *, thread_id: str) -> list[BaseMessage]:
-        """What the agent's model would see: the memory system message, then the window."""
-        snap = self.status(thread_id=thread_id)
-        return _context_messages(snap)
+    def get_context(
+        self, *, thread_id: str, merge_system_message: bool = False
+    ) -> list[BaseMessage]:
+        """What the agent's model would see: the memory system message, then the window.
 
-    async def aget_context(self, *, thread_id: str) -> list[BaseMessage]:
+        Args:
+            thread_id: the conversation.
+            merge_system_message: when the window starts with a system message, append memory
+                to it instead of putting a second system message in front (for providers
+                that take one system instruction only).
+        """
+        snap = self.status(thread_id=thread_id)
+        return _context_messages(snap, merge=merge_system_message)
+
+    async def aget_context(
+        self, *, thread_id: str, merge_system_message: bool = False
+    ) -> list[BaseMessage]:
         """Async twin of :meth:`get_context`."""
         snap = await self.astatus(thread_id=thread_id)
-        return _context_messages(snap)
+        return _context_messages(snap, merge=merge_system_message)
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -617,6 +634,9 @@ def _messages(messages: Sequence[MessageLikeRepresentation]) -> list[BaseMessage
     return convert_to_messages(messages)
 
 
-def _context_messages(snap: ThreadSnapshot) -> list[BaseMessage]:
+def _context_messages(snap: ThreadSnapshot, *, merge: bool = False) -> list[BaseMessage]:
+    window = list(snap.window)
+    if merge and snap.context.blocks and window and isinstance(window[0], SystemMessage):
+        return [merge_memory(window[0], snap.context.blocks), *window[1:]]
     head = [snap.context.to_system_message()] if snap.context.blocks else []
     return head + list(snap.window)

@@ -42,6 +42,7 @@ from langchain_om._plans.graph_state import (
     MEMORY_MESSAGE_ID,
     OM_STATE_KEY,
     WindowSplit,
+    merge_memory,
     run_ids,
     split_messages,
     state_update,
@@ -84,9 +85,10 @@ def _emitter() -> Any:
 class _Nodes:
     """The three OM nodes and their routers, bound to one engine."""
 
-    def __init__(self, memory: ObservationalMemory, before: str) -> None:
+    def __init__(self, memory: ObservationalMemory, before: str, *, merge: bool = True) -> None:
         self.memory = memory
         self.before = before
+        self.merge = merge
 
     # -- shared pieces --------------------------------------------------------------------
 
@@ -95,7 +97,9 @@ class _Nodes:
     ) -> dict[str, Any]:
         context = self.memory.render(outcome.record)
         memory_message: BaseMessage | None = None
-        if context.blocks:
+        if context.blocks and self.merge and split.head and split.head[-1].id:
+            memory_message = merge_memory(split.head[-1], context.blocks)
+        elif context.blocks:
             memory_message = context.to_system_message()
             memory_message.id = MEMORY_MESSAGE_ID
         messages = state.get("messages", [])
@@ -150,6 +154,7 @@ def add_observational_memory(
     memory: ObservationalMemory,
     *,
     before: str = "model",
+    merge_system_message: bool = True,
 ) -> StateGraph[Any, Any, Any, Any]:
     """Add observational memory in front of the node ``before`` of ``builder``.
 
@@ -161,6 +166,11 @@ def add_observational_memory(
         builder: the user's ``StateGraph`` (not compiled yet), with its model node added.
         memory: the engine.
         before: the name of the node that calls the model.
+        merge_system_message: when ``messages`` starts with your system message, append memory
+            to it (one system message, same id) instead of adding a second one. On by default:
+            the model node may call any provider, one system message works with all of them and
+            some take a single system instruction only. ``False`` keeps memory as its own system
+            message right after yours (your message stays byte-identical in state).
 
     Raises:
         OMUsageError: ``before`` is not a node of ``builder``, or a conditional edge routes to
@@ -187,7 +197,7 @@ def add_observational_memory(
     builder.waiting_edges = {
         (starts, GATE if e == before else e) for starts, e in builder.waiting_edges
     }
-    nodes = _Nodes(memory, before)
+    nodes = _Nodes(memory, before, merge=merge_system_message)
     schema: Any = ObservationalMemoryGraphState
     # The gate only activates and starts background work; the cycle nodes emit no status.
     gate = nodes.node(sync_cycles=False)

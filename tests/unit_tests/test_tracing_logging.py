@@ -9,12 +9,17 @@ from uuid import UUID
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langgraph.graph import START, MessagesState, StateGraph
 
-from langchain_om import ObservationalMemory
+from langchain_om import (
+    ObservationalChatMessageHistory,
+    ObservationalMemory,
+    add_observational_memory,
+)
 from langchain_om.events import TemporalGapEvent, ThreadUpdateEvent, parse_event
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
-from tests.helpers import FIXED, actor_reply, build_agent, build_graph, user_turn
+from tests.helpers import APP_OPTIONS, FIXED, actor_reply, build_agent, build_graph, user_turn
 
 SECRET = "PINEAPPLE-7731"
 """A word that appears only in user messages: it must never reach a log line."""
@@ -223,3 +228,57 @@ def test_streamed_custom_parts_parse_back() -> None:
         ):
             parsed.append(parse_event(part))
     assert {e.type for e in parsed} >= {"data-om-status", "data-om-observation-end"}
+
+
+def _graph_seeing(memory: ObservationalMemory, seen: list[list[BaseMessage]], merge: bool) -> Any:
+    def model(state: MessagesState) -> dict[str, Any]:
+        seen.append(list(state["messages"]))
+        return {"messages": [AIMessage("Answer: noted, " + "and more " * 8)]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", model)
+    builder.add_edge(START, "model")
+    add_observational_memory(builder, memory, merge_system_message=merge)
+    return builder.compile(checkpointer=memory.checkpointer, store=memory.store)
+
+
+@pytest.mark.parametrize("merge", [True, False])
+def test_custom_graph_merges_memory_into_the_user_system_message(merge: bool) -> None:
+    memory = ObservationalMemory(model=memory_model(), **APP_OPTIONS)
+    seen: list[list[BaseMessage]] = []
+    graph = _graph_seeing(memory, seen, merge)
+    cfg = {"configurable": {"thread_id": "sys"}}
+    graph.invoke({"messages": [SystemMessage("You are terse."), HumanMessage(user_turn(1))]}, cfg)
+    for i in range(2, 30):
+        graph.invoke({"messages": [HumanMessage(user_turn(i))]}, cfg)
+    last = seen[-1]
+    systems = [m for m in last if m.type == "system"]
+    assert str(last[0].text).startswith("You are terse.")
+    assert len(systems) == (1 if merge else 2)
+    memory_text = "\n".join(str(m.text) for m in systems)
+    assert "* " in memory_text, "memory reached the model"
+    if merge:
+        # Each merge starts from the user's own text: memory is not appended twice.
+        assert str(last[0].text).count("You are terse.") == 1
+        earlier = next(
+            s
+            for s in seen
+            if len([m for m in s if m.type == "system"]) == 1 and s[0].text != "You are terse."
+        )
+        assert len(str(last[0].text)) < len(str(earlier[0].text)) * 4
+    assert len([m for m in last if m.type == "human"]) < 29, "old turns left the window"
+
+
+def test_history_adapter_merges_memory_into_a_leading_system_message() -> None:
+    memory = ObservationalMemory(
+        model=memory_model(), observation={"message_tokens": 300, "buffer_tokens": False}
+    )
+    memory.observe(thread_id="h", messages=[("user", user_turn(1)), ("ai", "Answer 1")])
+    history = ObservationalChatMessageHistory(memory, thread_id="h")
+    # The window now starts with the user's system message, and memory holds observations.
+    history.add_messages([SystemMessage("You are terse."), HumanMessage("What did I say?")])
+    merged = history.messages
+    assert [m.type for m in merged].count("system") == 1
+    assert str(merged[0].text).startswith("You are terse.") and "* " in str(merged[0].text)
+    separate = ObservationalChatMessageHistory(memory, thread_id="h", merge_system_message=False)
+    assert [m.type for m in separate.messages].count("system") == 2
