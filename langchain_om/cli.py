@@ -38,7 +38,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from langchain_om import __version__, events, local
+from langchain_om import events, local
+from langchain_om._version import __version__
 from langchain_om.display import render_text, render_windows
 from langchain_om.engine import ObservationalMemory, ThreadSnapshot
 from langchain_om.errors import MissingProviderError, ObservationalMemoryError, OMUsageError
