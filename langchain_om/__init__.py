@@ -24,12 +24,11 @@ Public API:
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from langchain_om._core.render import MemoryContext
 from langchain_om._core.tokens import CallableTokenCounter, TokenCounter, as_token_counter
 from langchain_om._core.types import OMRecord
 from langchain_om._plans.types import TurnOutcome
+from langchain_om._version import __version__
 from langchain_om.config import (
     Hooks,
     ModelSettings,

@@ -8,6 +8,8 @@ sampling settings in each provider's own keyword names; :func:`model_id` gives a
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
 import threading
 from collections import OrderedDict
@@ -24,6 +26,7 @@ __all__ = [
     "DEFAULT_MAX_OUTPUT_TOKENS",
     "DEFAULT_MODEL",
     "apply_settings",
+    "check_model_string",
     "clear_model_cache",
     "model_id",
     "resolve_model_string",
@@ -91,6 +94,22 @@ _API_KEY_VARS: dict[str, str] = {
     "huggingface": "HUGGINGFACEHUB_API_TOKEN",
     "google_vertexai": "GOOGLE_APPLICATION_CREDENTIALS",
 }
+
+# API keys a provider also reads besides its main variable.
+_API_KEY_ALTERNATIVES: dict[str, tuple[str, ...]] = {
+    "google_genai": ("GEMINI_API_KEY",),
+    "huggingface": ("HF_TOKEN",),
+}
+# Providers whose credentials come from a chain (ADC, AWS profiles): no key check up front.
+_CREDENTIAL_CHAINS = frozenset({"google_vertexai", "google_anthropic_vertex", "bedrock"})
+
+# Providers whose clients take ``max_retries``: a client built from a string gets 0, so the
+# package's retry plan (which honours Retry-After and falls back to the next model) is the only
+# retry layer. Instances the user builds keep their own setting.
+_SDK_RETRY_PROVIDERS = frozenset(
+    {"openai", "azure_openai", "anthropic", "google_genai", "google_vertexai", "mistralai"}
+    | {"groq", "deepseek", "xai", "fireworks", "together"}
+)
 
 _CACHE_SIZE = 64
 _cache: OrderedDict[tuple[Any, ...], BaseChatModel] = OrderedDict()
@@ -185,8 +204,11 @@ def _build_model(
     from langchain.chat_models import init_chat_model  # noqa: PLC0415 - see above
 
     label = provider or "inferred"
+    kwargs = dict(init_kwargs)
+    if (provider or _infer_provider(name)) in _SDK_RETRY_PROVIDERS:
+        kwargs.setdefault("max_retries", 0)
     try:
-        model = init_chat_model(name, model_provider=provider, **init_kwargs)
+        model = init_chat_model(name, model_provider=provider, **kwargs)
     except ImportError as exc:
         hint = _install_hint(provider or "", exc)
         raise MissingProviderError(
@@ -216,6 +238,89 @@ def _build_model(
     if not isinstance(model, BaseChatModel):  # pragma: no cover - init_chat_model contract
         raise ModelResolutionError(f'Model "{spec}" did not build a chat model: {model!r}')
     return model
+
+
+def _builtin_providers() -> Mapping[str, tuple[str, str, Any]]:
+    # LangChain's provider registry: provider -> (module, class name, factory).
+    from langchain.chat_models import base  # noqa: PLC0415 - loaded only when checking a spec
+
+    return cast("Mapping[str, tuple[str, str, Any]]", base._BUILTIN_PROVIDERS)
+
+
+def _infer_provider(name: str) -> str | None:
+    from langchain.chat_models import base  # noqa: PLC0415 - loaded only when checking a spec
+
+    inferred = base._attempt_infer_model_provider(name)
+    return str(inferred) if inferred else None
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def check_model_string(spec: str) -> str | None:
+    """Check a model string without building its client (no network, no SDK objects).
+
+    Checks that the string names a model and a provider LangChain knows, and that the
+    provider's package is installed. A missing API key is not an error here (keys can be set
+    after the memory is built); it is returned as a warning text instead.
+
+    Args:
+        spec: The model string; ``"default"`` names :data:`DEFAULT_MODEL`.
+
+    Returns:
+        A warning about a missing API key, or ``None`` when nothing is missing.
+
+    Raises:
+        ModelResolutionError: The string has no model name, or its provider is unknown or
+            cannot be inferred.
+        MissingProviderError: The provider's package is not installed (the message says what to
+            ``pip install``).
+
+    Example:
+        >>> check_model_string("nosuchprovider/x")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        langchain_om.errors.ModelResolutionError: Unknown provider "nosuchprovider" ...
+    """
+    provider, name = _split_model_string(spec)
+    if not name:
+        raise ModelResolutionError(
+            f'Model string "{spec}" has no model name; write "provider/model", '
+            'e.g. "openai/gpt-5-mini".'
+        )
+    provider = provider or _infer_provider(name)
+    if provider is None:
+        raise ModelResolutionError(
+            f'Cannot tell the provider of model "{spec}"; write it as "provider/model", '
+            'e.g. "openai/gpt-5-mini", or pass a chat model instance.'
+        )
+    registry = _builtin_providers()
+    if provider not in registry:
+        known = ", ".join(sorted(registry))
+        raise ModelResolutionError(
+            f'Unknown provider "{provider}" in model "{spec}". Use one of: {known} '
+            '(e.g. "openai/gpt-5-mini"), or pass a chat model instance.'
+        )
+    module = registry[provider][0].split(".")[0]
+    if not _installed(module) and not (provider == "ollama" and _installed("langchain_community")):
+        hint = _install_hint(provider, ImportError(f"pip install {module.replace('_', '-')}"))
+        raise MissingProviderError(
+            f'Model "{spec}" needs the {provider} provider package, which is not installed. '
+            f"Run: {hint}   (or pass a chat model instance as the model)."
+        )
+    if provider in _CREDENTIAL_CHAINS or provider not in _API_KEY_VARS:
+        return None
+    names = (_API_KEY_VARS[provider], *_API_KEY_ALTERNATIVES.get(provider, ()))
+    if any(os.environ.get(var) for var in names):
+        return None
+    return (
+        f'Model "{spec}" needs an API key and {names[0]} is not set; set it before the first '
+        "observation (or pass a chat model instance built with api_key=...)."
+    )
 
 
 def clear_model_cache() -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from langchain.agents.middleware.internal_call_transformer import internal_call_metadata
+from langchain_core.runnables import RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
 
 from langchain_om._plans.effects import ModelCall
@@ -64,10 +66,7 @@ class RoleModels:
         )
 
     def _kwargs(self, effect: ModelCall) -> dict[str, Any]:
-        # Observer/Reflector output is memory's own: keep it out of the agent's
-        # stream_mode="messages" token stream (LangGraph skips runs tagged "nostream").
-        tags = ["langchain_om", f"langchain_om:{effect.role}", TAG_NOSTREAM]
-        return {"policy": self.policy, "config": {"tags": tags}}
+        return {"policy": self.policy, "config": role_call_config(effect)}
 
     def call(self, effect: ModelCall) -> ModelCallResult:
         """Call the role's models for ``effect`` (blocking), retrying transient errors."""
@@ -99,6 +98,32 @@ class RoleModels:
         except Exception:
             return None
         return attempts[0].model_id if attempts else None
+
+
+def role_call_config(effect: ModelCall) -> RunnableConfig:
+    """The ``RunnableConfig`` of an Observer/Reflector call: run name, tags and metadata.
+
+    Calls are named ``langchain_om:observer`` / ``langchain_om:reflector`` and carry
+    ``lc_source`` plus the thread, resource, cycle id and trigger, so a tracer shows them
+    nested under the agent run that caused them, like LangChain's own middleware calls. They
+    are tagged ``nostream`` (LangGraph leaves them out of ``stream_mode="messages"``) and
+    marked as internal middleware calls. No message text is put in the metadata.
+    """
+    name = f"langchain_om:{effect.role}"
+    metadata: dict[str, Any] = {
+        "lc_source": name,
+        "langchain_om_role": effect.role,
+        "thread_id": effect.thread_id,
+        "resource_id": effect.resource_id,
+        "langchain_om_cycle_id": effect.cycle_id,
+        "langchain_om_trigger": effect.trigger,
+        **internal_call_metadata(),
+    }
+    return {
+        "run_name": name,
+        "tags": ["langchain_om", name, TAG_NOSTREAM],
+        "metadata": {k: v for k, v in metadata.items() if v is not None},
+    }
 
 
 def _async_sleep_of(sleep: Callable[[float], None]) -> Callable[[float], Any]:

@@ -41,11 +41,12 @@ from langchain_core.messages import (
 )
 
 from langchain_om import events, local
+from langchain_om._version import __version__
 from langchain_om.display import render_text, render_windows
 from langchain_om.engine import ObservationalMemory, ThreadSnapshot
-from langchain_om.errors import MissingProviderError, ObservationalMemoryError
+from langchain_om.errors import MissingProviderError, ObservationalMemoryError, OMUsageError
 from langchain_om.events import OMEvent
-from langchain_om.models import resolve_model_string
+from langchain_om.models import RunContext, resolve_model_string
 from langchain_om.offline import OBSERVER_LABEL, extractive_observer
 from langchain_om.testing import FunctionChatModel, memory_model
 
@@ -107,7 +108,14 @@ class Backend:
         return self.actor
 
 
+SCRIPTED_DELAY_ENV = "LANGCHAIN_OM_SCRIPTED_DELAY"
+"""Seconds the scripted actor takes per reply (unset: instant); lets tests interrupt a reply."""
+
+
 def _scripted_actor_reply(messages: list[BaseMessage], info: Any) -> str:
+    delay = float(os.environ.get(SCRIPTED_DELAY_ENV) or 0)
+    if delay > 0:
+        time.sleep(delay)
     memory = next((m.text for m in messages if isinstance(m, SystemMessage)), "")
     notes = [line.strip()[2:] for line in memory.splitlines() if line.lstrip().startswith("* ")]
     asked = next((m.text for m in reversed(messages) if isinstance(m, HumanMessage)), "")
@@ -190,6 +198,11 @@ def open_backend(args: argparse.Namespace, say: Callable[[str], None]) -> Iterat
 _SETTINGS_NS = ("langchain_om", "cli")
 
 
+def _no_model(ctx: RunContext) -> Any:
+    """Model spec of a read-only memory (``inspect``): it never observes, so it never calls."""
+    raise OMUsageError(f"this command reads memory only; it does not run the {ctx.role}")
+
+
 def open_memory(
     args: argparse.Namespace, backend: Backend | None, on_event: Callable[[OMEvent], None] | None
 ) -> ObservationalMemory:
@@ -198,7 +211,7 @@ def open_memory(
     Thresholds: the options when given, else those this database was last used with (kept in
     its store), else the models' demo thresholds, else the library defaults.
     """
-    probe = ObservationalMemory.from_sqlite(str(args.db))
+    probe = ObservationalMemory.from_sqlite(str(args.db), model=_no_model)
     try:
         item = probe.store.get(_SETTINGS_NS, "thresholds")
     finally:
@@ -220,8 +233,7 @@ def open_memory(
     if observation_tokens:
         reflection["observation_tokens"] = observation_tokens
     options: dict[str, Any] = {"observation": observation, "reflection": reflection}
-    if backend is not None:
-        options["model"] = backend.memory_model
+    options["model"] = backend.memory_model if backend is not None else _no_model
     memory = ObservationalMemory.from_sqlite(str(args.db), on_debug_event=on_event, **options)
     if backend is not None:
         effective = {
@@ -414,47 +426,130 @@ def _new_id(kind: str) -> str:
     return f"{kind}-{uuid.uuid4().hex[:12]}"
 
 
+class Spinner:
+    """A spinner with elapsed seconds on stderr while a model answers (only on a terminal)."""
+
+    FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+    def __init__(self, label: str, stream: TextIO | None = None) -> None:
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Spinner:
+        if getattr(self.stream, "isatty", lambda: False)():
+            self._thread = threading.Thread(target=self._spin, daemon=True)
+            self._thread.start()
+        return self
+
+    def _spin(self) -> None:
+        started = time.monotonic()
+        frame = 0
+        while not self._stop.wait(0.1):
+            took = time.monotonic() - started
+            text = f"\r{self.FRAMES[frame % len(self.FRAMES)]} {self.label} {took:4.1f}s"
+            with contextlib.suppress(OSError, ValueError):
+                self.stream.write(text)
+                self.stream.flush()
+            frame += 1
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join()
+        with contextlib.suppress(OSError, ValueError):
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+CANCELLED_REPLY = "(reply cancelled by the user)"
+"""Text of the assistant message that closes a turn whose reply was interrupted with Ctrl-C."""
+
+
+def _enable_line_editing() -> None:
+    """Arrow keys, Ctrl-A/E and the history of this session for ``input()`` on a terminal."""
+    if not sys.stdin.isatty():
+        return
+    with contextlib.suppress(ImportError):
+        import readline  # noqa: F401, PLC0415 - importing it turns on input() line editing
+
+
+def _read_line(prompt: str) -> str | None:
+    """One line from the user; ``None`` at end of input (Ctrl-D). Ctrl-C clears the line."""
+    while True:
+        try:
+            return input(prompt)
+        except EOFError:
+            return None
+        except KeyboardInterrupt:
+            print("^C", flush=True)  # a fresh prompt; Ctrl-D (or /quit) leaves
+
+
+CHAT_HELP = "Commands: /status, /observations, /quit · Ctrl-C cancels a reply · Ctrl-D leaves"
+
+
+def _chat_turn(
+    args: argparse.Namespace,
+    console: Console,
+    backend: Backend,
+    memory: ObservationalMemory,
+    text: str,
+) -> None:
+    """One user turn: the reply, or a marked cancelled reply; the thread never stays unanswered."""
+    thread, resource = args.thread, args.resource
+    user = HumanMessage(text, id=_new_id("user"))
+    snap = memory.add_messages(thread, [user], resource_id=resource)
+    try:
+        with Spinner("thinking"):
+            answer = backend.agent().invoke(_actor_messages(snap))
+        reply = AIMessage(answer.text, id=_new_id("assistant"))
+        console.say(f"assistant> {reply.text}")
+    except KeyboardInterrupt:
+        reply = AIMessage(
+            CANCELLED_REPLY,
+            id=_new_id("assistant"),
+            response_metadata={"langchain_om_cli": {"cancelled": True}},
+        )
+        console.say(f"assistant> {CANCELLED_REPLY}")
+    except Exception as exc:  # keep the session alive; the turn is closed as failed
+        console.say(f"! the model call failed: {type(exc).__name__}: {exc}")
+        reply = AIMessage(
+            f"(no reply: the model call failed with {type(exc).__name__})",
+            id=_new_id("assistant"),
+            response_metadata={"langchain_om_cli": {"failed": True}},
+        )
+    snap = memory.add_messages(thread, [reply], resource_id=resource)
+    console.say(render_windows(snap.status) + f"  · generation {snap.record['generation']}")
+
+
 def cmd_chat(args: argparse.Namespace, console: Console) -> int:
     """Interactive chat with memory; the windows are shown after each turn."""
+    _enable_line_editing()
     with open_backend(args, console.say) as backend:
         with open_memory(args, backend, console.event) as memory:
-            thread, resource = args.thread, args.resource
+            thread = args.thread
             snap = memory.status(thread_id=thread)
             console.say(f"Chatting with {backend.label} · thread {thread!r} · {args.db}")
-            console.say("Commands: /status, /observations, /quit")
+            console.say(CHAT_HELP)
             console.say(render_windows(snap.status))
-            while True:
-                try:
-                    text = input("you> ").strip()
-                except EOFError:
-                    break
+            while (line := _read_line("you> ")) is not None:
+                text = line.strip()
                 if not text:
                     continue
                 if text in ("/quit", "/exit", "/q"):
                     break
                 if text == "/status":
                     console.say(_summary(memory, memory.status(thread_id=thread), 0))
-                    continue
-                if text == "/observations":
+                elif text == "/observations":
                     snap = memory.status(thread_id=thread)
                     console.say(snap.observations or "(nothing observed yet)")
-                    continue
-                if text.startswith("/"):
-                    console.say("Commands: /status, /observations, /quit")
-                    continue
-                user = HumanMessage(text, id=_new_id("user"))
-                snap = memory.add_messages(thread, [user], resource_id=resource)
-                try:
-                    answer = backend.agent().invoke(_actor_messages(snap))
-                except Exception as exc:  # keep the session alive; memory already has the turn
-                    console.say(f"! the model call failed: {type(exc).__name__}: {exc}")
-                    continue
-                reply = AIMessage(answer.text, id=_new_id("assistant"))
-                console.say(f"assistant> {reply.text}")
-                snap = memory.add_messages(thread, [reply], resource_id=resource)
-                console.say(
-                    render_windows(snap.status) + f"  · generation {snap.record['generation']}"
-                )
+                elif text.startswith("/"):
+                    console.say(CHAT_HELP)
+                else:
+                    _chat_turn(args, console, backend, memory, text)
+            console.say("bye")
     return 0
 
 
@@ -523,15 +618,24 @@ def _positive(text: str) -> int:
     return value
 
 
+def _lines(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 (no log lines) or more")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (each subcommand takes the common options)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", default=DEFAULT_DB, help=f"SQLite file (default: {DEFAULT_DB})")
     common.add_argument("--thread", default=DEFAULT_THREAD, help="thread id (default: default)")
-    common.add_argument("--resource", default=None, help="resource (user) id")
-    common.add_argument("--max-lines", type=int, default=None, help="show at most N log lines")
-    common.add_argument("-v", "--verbose", action="store_true", help="show background work too")
+    common.add_argument(
+        "--max-lines", type=_lines, default=None, help="show at most N log lines (0: none)"
+    )
     models = argparse.ArgumentParser(add_help=False)
+    models.add_argument("--resource", default=None, help="resource (user) id")
+    models.add_argument("-v", "--verbose", action="store_true", help="show background work too")
     models.add_argument(
         "--model",
         help='e.g. "openai/gpt-5-mini", "google/gemini-2.5-flash"; "local": the bundled SmolLM2',
@@ -553,6 +657,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"langchain-om {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     chat = sub.add_parser("chat", parents=[common, models], help="interactive chat with memory")
     chat.set_defaults(handler=cmd_chat)
@@ -572,7 +677,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: the arguments (``sys.argv[1:]`` when None).
     """
     args = build_parser().parse_args(argv)
-    console = Console(sys.stdout, verbose=args.verbose)
+    console = Console(sys.stdout, verbose=getattr(args, "verbose", False))
     handler: Callable[[argparse.Namespace, Console], int] = args.handler
     try:
         return handler(args, console)

@@ -455,6 +455,10 @@ class Hooks(_Options):
     """Called when a reflection cycle ends (also on failure)."""
 
 
+_MAX_OBSERVER_COMPRESSION = 20
+"""Messages shrink at most about this much into observations (typically 3-10x)."""
+
+
 def _caller_stacklevel() -> int:
     """``stacklevel`` of the first frame outside langchain_om and pydantic, for warnings."""
     frame, level = sys._getframe(1), 1
@@ -528,6 +532,24 @@ class ObservationalMemoryConfig(_Options):
                     "observation.model and reflection.model.",
                     option="model",
                 )
+        observe_at = self.observation.message_tokens
+        reflect_at = self.reflection.observation_tokens
+        # Fractions of the agent's context window are checked once resolved to tokens.
+        if (
+            isinstance(observe_at, int)
+            and isinstance(reflect_at, int)
+            and reflect_at * _MAX_OBSERVER_COMPRESSION < observe_at
+        ):
+            raise InvalidOption(
+                f"is {reflect_at} tokens, far below what one observation of "
+                f"observation.message_tokens ({observe_at}) adds to the log (the Observer "
+                f"compresses at most about {_MAX_OBSERVER_COMPRESSION}x), so every observation "
+                "would trigger a reflection that cannot reach its target",
+                f"Raise reflection.observation_tokens to at least "
+                f"{-(-observe_at // _MAX_OBSERVER_COMPRESSION)}, or lower "
+                "observation.message_tokens.",
+                option="reflection.observation_tokens",
+            )
         thread = self.scope == "thread"
         if thread and self.share_token_budget and self.observation.buffer_tokens is not False:
             raise InvalidOption(

@@ -10,7 +10,8 @@
 Example:
     >>> from langchain_om import ObservationalMemory
     >>> from langchain_om.display import render_windows
-    >>> memory = ObservationalMemory(observation={"message_tokens": 100})
+    >>> from langchain_om.testing import memory_model
+    >>> memory = ObservationalMemory(model=memory_model(), observation={"message_tokens": 100})
     >>> print(render_windows(memory.status(thread_id="t1").status, width=10))
     messages      ░░░░░░░░░░       0 / 100 tokens
     observations  ░░░░░░░░░░       0 / 40,000 tokens
@@ -135,7 +136,8 @@ def render_text(
         lines.extend(f"   {line}" for line in str(group.get("text", "")).splitlines() if line)
     if max_lines is not None and len(lines) > max_lines:
         hidden = len(lines) - max_lines
-        lines = [f"   … {hidden} earlier lines", *lines[-max_lines:]]
+        shown = lines[len(lines) - max(max_lines, 0) :]  # lines[-0:] would be every line
+        lines = [f"   … {hidden} earlier lines" if shown else f"   … {hidden} lines", *shown]
     out.append(f"observation log ({len(groups)} groups):")
     out.extend(lines)
     return "\n".join(out)

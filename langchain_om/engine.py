@@ -17,7 +17,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, Required, TypedDict, TypeVar, Unpack
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import (
+    BaseMessage,
+    MessageLikeRepresentation,
+    SystemMessage,
+    convert_to_messages,
+)
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
@@ -31,9 +36,11 @@ from langchain_om._core.record import coerce_record, new_record
 from langchain_om._core.render import MemoryContext, render_memory
 from langchain_om._core.tokens import MessageCounter, TokenCounter, as_token_counter
 from langchain_om._core.types import OMRecord
+from langchain_om._logging import log_event
 from langchain_om._plans.background import Background
 from langchain_om._plans.cycles import status_event
 from langchain_om._plans.effects import Executor, Plan, run_async, run_sync
+from langchain_om._plans.graph_state import merge_memory
 from langchain_om._plans.standalone import StandaloneRequest, ThreadState, load_plan, step_plan
 from langchain_om._plans.storage import (
     archived_messages_plan,
@@ -53,8 +60,10 @@ from langchain_om._plans.types import (
     require_thread_id,
 )
 from langchain_om._role_models import RoleModels
+from langchain_om._spec_check import check_engine_args
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.display import render_html
+from langchain_om.errors import OMUsageError
 from langchain_om.events import OMEvent, StatusEvent
 from langchain_om.extractors import check_extractors
 from langchain_om.retry import RetryPolicy
@@ -100,7 +109,7 @@ class EndTurnOptions(TypedDict):
 
     thread_id: Required[str | None]
     """The conversation."""
-    window: Required[Sequence[BaseMessage]]
+    window: Required[Sequence[MessageLikeRepresentation]]
     """Its unobserved messages, oldest first."""
     record: NotRequired[OMRecord | dict[str, Any] | None]
     """The thread's OM record (``None`` starts a new one)."""
@@ -178,6 +187,7 @@ class ObservationalMemory:
         **kwargs: Any,
     ) -> None:
         self.config = ObservationalMemoryConfig.coerce(options, **kwargs)
+        check_engine_args(self.config, timezone=timezone, clock=clock, background=background)
         self.store: BaseStore = store if store is not None else InMemoryStore()
         self.checkpointer: BaseCheckpointSaver[Any] = (
             checkpointer if checkpointer is not None else InMemorySaver()
@@ -264,6 +274,7 @@ class ObservationalMemory:
     # -- events ---------------------------------------------------------------------------
 
     def _emit(self, event: OMEvent) -> None:
+        log_event(event)
         if self.on_debug_event is None:
             return
         try:
@@ -279,19 +290,22 @@ class ObservationalMemory:
         thread_id: str | None,
         resource_id: str | None,
         record: Any,
-        window: Sequence[BaseMessage],
+        window: Sequence[MessageLikeRepresentation],
         **kwargs: Any,
     ) -> TurnInput:
         return TurnInput(
             thread_id=require_thread_id(thread_id),
             resource_id=resource_id,
             record=coerce_record(record),
-            window=list(window),
+            window=_messages(window),
             **kwargs,
         )
 
     def _step_input(
-        self, thread_id: str | None, window: Sequence[BaseMessage], options: StepOptions
+        self,
+        thread_id: str | None,
+        window: Sequence[MessageLikeRepresentation],
+        options: StepOptions,
     ) -> tuple[TurnInput, TurnEnv]:
         opts: dict[str, Any] = dict(options)
         opts["actor_model"], env = self._actor_env(opts.get("actor_model"), opts.get("record"))
@@ -312,7 +326,7 @@ class ObservationalMemory:
         self,
         *,
         thread_id: str | None,
-        window: Sequence[BaseMessage],
+        window: Sequence[MessageLikeRepresentation],
         **options: Unpack[StepOptions],
     ) -> TurnOutcome:
         """Run one step on ``window`` (the unobserved messages) and ``record``.
@@ -335,7 +349,7 @@ class ObservationalMemory:
         self,
         *,
         thread_id: str | None,
-        window: Sequence[BaseMessage],
+        window: Sequence[MessageLikeRepresentation],
         **options: Unpack[StepOptions],
     ) -> TurnOutcome:
         """Async twin of :meth:`step`."""
@@ -493,12 +507,13 @@ class ObservationalMemory:
         self,
         thread_id: str,
         resource_id: str | None,
-        messages: Sequence[BaseMessage] | None,
+        messages: Sequence[MessageLikeRepresentation] | None,
         actor_model: Any = None,
         **force: Any,
     ) -> Plan[ThreadState]:
         actor, env = self._actor_env(actor_model)
-        request = StandaloneRequest(thread_id, resource_id, messages, actor_model=actor, **force)
+        given = _messages(messages) if messages is not None else None
+        request = StandaloneRequest(thread_id, resource_id, given, actor_model=actor, **force)
         return step_plan(env, request)
 
     def _snapshot(self, thread_id: str, state: ThreadState) -> ThreadSnapshot:
@@ -517,13 +532,15 @@ class ObservationalMemory:
     def add_messages(
         self,
         thread_id: str,
-        messages: Sequence[BaseMessage],
+        messages: Sequence[MessageLikeRepresentation],
         *,
         resource_id: str | None = None,
         actor_model: Any = None,
     ) -> ThreadSnapshot:
         """Append ``messages`` to the thread and run a threshold-driven step (like an agent).
 
+        ``messages`` may be anything ``convert_to_messages`` accepts: message objects,
+        ``("user", "hi")`` tuples, ``{"role": ..., "content": ...}`` dicts or strings.
         ``actor_model`` is the agent's chat model or ``provider/model``, when not the engine's.
         """
         plan = self._step_plan(thread_id, resource_id, messages, actor_model, trigger="turn-sync")
@@ -532,7 +549,7 @@ class ObservationalMemory:
     async def aadd_messages(
         self,
         thread_id: str,
-        messages: Sequence[BaseMessage],
+        messages: Sequence[MessageLikeRepresentation],
         *,
         resource_id: str | None = None,
         actor_model: Any = None,
@@ -545,10 +562,13 @@ class ObservationalMemory:
         self,
         *,
         thread_id: str,
-        messages: Sequence[BaseMessage] | None = None,
+        messages: Sequence[MessageLikeRepresentation] | None = None,
         resource_id: str | None = None,
     ) -> ThreadSnapshot:
         """Observe now: add ``messages`` (if any) and observe the thread's window.
+
+        ``messages`` may be anything ``convert_to_messages`` accepts (message objects,
+        ``("user", "hi")`` tuples, role/content dicts, strings).
 
         The current turn is observed too (the safe cut nearest the end: a tool call is never
         separated from its results). Raises :class:`~langchain_om.errors.CycleFailedError` when
@@ -561,7 +581,7 @@ class ObservationalMemory:
         self,
         *,
         thread_id: str,
-        messages: Sequence[BaseMessage] | None = None,
+        messages: Sequence[MessageLikeRepresentation] | None = None,
         resource_id: str | None = None,
     ) -> ThreadSnapshot:
         """Async twin of :meth:`observe`."""
@@ -600,15 +620,26 @@ class ObservationalMemory:
         finally:
             lock.release()
 
-    def get_context(self, *, thread_id: str) -> list[BaseMessage]:
-        """What the agent's model would see: the memory system message, then the window."""
-        snap = self.status(thread_id=thread_id)
-        return _context_messages(snap)
+    def get_context(
+        self, *, thread_id: str, merge_system_message: bool = False
+    ) -> list[BaseMessage]:
+        """What the agent's model would see: the memory system message, then the window.
 
-    async def aget_context(self, *, thread_id: str) -> list[BaseMessage]:
+        Args:
+            thread_id: the conversation.
+            merge_system_message: when the window starts with a system message, append memory
+                to it instead of putting a second system message in front (for providers
+                that take one system instruction only).
+        """
+        snap = self.status(thread_id=thread_id)
+        return _context_messages(snap, merge=merge_system_message)
+
+    async def aget_context(
+        self, *, thread_id: str, merge_system_message: bool = False
+    ) -> list[BaseMessage]:
         """Async twin of :meth:`get_context`."""
         snap = await self.astatus(thread_id=thread_id)
-        return _context_messages(snap)
+        return _context_messages(snap, merge=merge_system_message)
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -641,6 +672,19 @@ class _ThreadLocks:
             return self._locks.setdefault(thread_id, threading.Lock())
 
 
-def _context_messages(snap: ThreadSnapshot) -> list[BaseMessage]:
+def _messages(messages: Sequence[MessageLikeRepresentation]) -> list[BaseMessage]:
+    """Messages in any form LangChain accepts: messages, ``("user", "hi")``, dicts, strings."""
+    if isinstance(messages, str | BaseMessage | dict | tuple):
+        raise OMUsageError(
+            f"messages must be a list of messages, got one {type(messages).__name__}; "
+            'wrap it in a list, e.g. messages=[("user", "hello")].'
+        )
+    return convert_to_messages(messages)
+
+
+def _context_messages(snap: ThreadSnapshot, *, merge: bool = False) -> list[BaseMessage]:
+    window = list(snap.window)
+    if merge and snap.context.blocks and window and isinstance(window[0], SystemMessage):
+        return [merge_memory(window[0], snap.context.blocks), *window[1:]]
     head = [snap.context.to_system_message()] if snap.context.blocks else []
     return head + list(snap.window)

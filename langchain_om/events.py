@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -34,6 +35,7 @@ __all__ = [
     "TemporalGapEvent",
     "ThreadUpdateEvent",
     "WindowUsage",
+    "parse_event",
 ]
 
 OperationType = Literal["observation", "reflection"]
@@ -214,9 +216,13 @@ class ThreadUpdateEvent(_Event):
 
 
 class TemporalGapEvent(_Event):
-    """``data-system-reminder``: a time-gap reminder was inserted before a user message."""
+    """``data-om-temporal-gap``: a time-gap reminder was inserted before a user message.
 
-    type: Literal["data-system-reminder"] = "data-system-reminder"
+    Until 0.2 this event was named ``data-system-reminder``; :func:`parse_event` still accepts
+    that name for one release.
+    """
+
+    type: Literal["data-om-temporal-gap"] = "data-om-temporal-gap"
     reminder_type: Literal["temporal-gap"] = "temporal-gap"
     message: str
     gap_text: str
@@ -259,3 +265,59 @@ OMEvent = (
     | ContextOverflowEvent
 )
 """Any OM event."""
+
+_EVENT_TYPES: dict[str, type[_Event]] = {
+    cls.model_fields["type"].default: cls
+    for cls in (
+        StatusEvent,
+        ObservationStartEvent,
+        ObservationEndEvent,
+        ObservationFailedEvent,
+        BufferingStartEvent,
+        BufferingEndEvent,
+        BufferingFailedEvent,
+        ActivationEvent,
+        ThreadUpdateEvent,
+        TemporalGapEvent,
+    )
+}
+_ALIASES = {"data-system-reminder": "data-om-temporal-gap"}
+"""Old event names still parsed (``data-system-reminder`` until the next release)."""
+
+
+def parse_event(part: Mapping[str, Any]) -> OMEvent:
+    """Turn a streamed ``{"type": ..., "data": {...}}`` part back into its typed event.
+
+    Accepts what :meth:`to_part` produced (also after a JSON round trip), e.g. the items of a
+    graph's ``stream_mode="custom"`` stream. The old temporal-gap name
+    ``data-system-reminder`` is read as :class:`TemporalGapEvent` for one release.
+
+    Args:
+        part: the stream part.
+
+    Returns:
+        The typed event.
+
+    Raises:
+        ValueError: ``part`` is not an OM event part (the message says which key is wrong);
+            a malformed payload raises pydantic's ``ValidationError`` (a ``ValueError``).
+
+    Example:
+        >>> ev = ThreadUpdateEvent(cycle_id="c", thread_id="t", new_title="Moving",
+        ...                        timestamp="2026-11-30T00:00:00+00:00")
+        >>> parse_event(ev.to_part()) == ev
+        True
+    """
+    if not isinstance(part, Mapping) or not isinstance(part.get("data"), Mapping):
+        raise ValueError(
+            f"Not an OM event part: {type(part).__name__}; expected "
+            '{"type": "data-om-...", "data": {...}} as produced by event.to_part().'
+        )
+    name = str(part.get("type"))
+    cls = _EVENT_TYPES.get(_ALIASES.get(name, name))
+    if cls is None:
+        known = ", ".join(sorted(_EVENT_TYPES))
+        raise ValueError(f"Unknown OM event type {name!r}; known types: {known}.")
+    data = {k: v for k, v in part["data"].items() if k != "type"}
+    event: OMEvent = cls.model_validate(data)  # type: ignore[assignment]
+    return event

@@ -42,6 +42,7 @@ from langchain_om._plans.graph_state import (
     MEMORY_MESSAGE_ID,
     OM_STATE_KEY,
     WindowSplit,
+    merge_memory,
     run_ids,
     split_messages,
     state_update,
@@ -84,10 +85,13 @@ def _emitter() -> Any:
 class _Nodes:
     """The three OM nodes and their routers, bound to one engine."""
 
-    def __init__(self, memory: ObservationalMemory, before: str, actor_model: Any) -> None:
+    def __init__(
+        self, memory: ObservationalMemory, before: str, actor_model: Any, *, merge: bool = True
+    ) -> None:
         self.memory = memory
         self.before = before
         self.actor_model = actor_model
+        self.merge = merge
 
     def _actor(self, config: RunnableConfig | None) -> Any:
         """The run config's ``configurable["actor_model"]``, else the nodes' ``actor_model``."""
@@ -102,7 +106,9 @@ class _Nodes:
     ) -> dict[str, Any]:
         context = self.memory.render(outcome.record)
         memory_message: BaseMessage | None = None
-        if context.blocks:
+        if context.blocks and self.merge and split.head and split.head[-1].id:
+            memory_message = merge_memory(split.head[-1], context.blocks)
+        elif context.blocks:
             memory_message = context.to_system_message()
             memory_message.id = MEMORY_MESSAGE_ID
         messages = state.get("messages", [])
@@ -162,6 +168,7 @@ def add_observational_memory(
     *,
     before: str = "model",
     actor_model: Any = None,
+    merge_system_message: bool = True,
 ) -> StateGraph[Any, Any, Any, Any]:
     """Add observational memory in front of the node ``before`` of ``builder``.
 
@@ -176,6 +183,11 @@ def add_observational_memory(
         actor_model: the chat model (or ``"provider/model"``) that node calls: image and file
             estimates, the ``"auto"`` idle TTL and fractional thresholds follow it. A run
             config's ``configurable["actor_model"]`` overrides it for that run.
+        merge_system_message: when ``messages`` starts with your system message, append memory
+            to it (one system message, same id) instead of adding a second one. On by default:
+            the model node may call any provider, one system message works with all of them and
+            some take a single system instruction only. ``False`` keeps memory as its own system
+            message right after yours (your message stays byte-identical in state).
 
     Raises:
         OMUsageError: ``before`` is not a node of ``builder``, or a conditional edge routes to
@@ -202,7 +214,7 @@ def add_observational_memory(
     builder.waiting_edges = {
         (starts, GATE if e == before else e) for starts, e in builder.waiting_edges
     }
-    nodes = _Nodes(memory, before, actor_model)
+    nodes = _Nodes(memory, before, actor_model, merge=merge_system_message)
     schema: Any = ObservationalMemoryGraphState
     # The gate only activates and starts background work; the cycle nodes emit no status.
     gate = nodes.node(sync_cycles=False)

@@ -38,6 +38,9 @@ class ObservationalChatMessageHistory(BaseChatMessageHistory):
         actor_model: the chat model (or ``"provider/model"``) the conversation is held with:
             image and file estimates, the ``"auto"`` idle TTL and fractional thresholds follow
             it (the engine's ``actor_model`` when omitted).
+        merge_system_message: when the history starts with a system message, append memory to
+            it instead of adding a second system message (on by default: the history may feed
+            any provider, and some take one system instruction only).
     """
 
     def __init__(
@@ -47,20 +50,26 @@ class ObservationalChatMessageHistory(BaseChatMessageHistory):
         thread_id: str,
         resource_id: str | None = None,
         actor_model: Any = None,
+        merge_system_message: bool = True,
     ) -> None:
         self.memory = memory
         self.thread_id = thread_id
         self.resource_id = resource_id
         self.actor_model = actor_model
+        self.merge_system_message = merge_system_message
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """The memory system message (when there is memory) followed by the window."""
-        return self.memory.get_context(thread_id=self.thread_id)
+        return self.memory.get_context(
+            thread_id=self.thread_id, merge_system_message=self.merge_system_message
+        )
 
     async def aget_messages(self) -> list[BaseMessage]:
         """Async twin of :attr:`messages`."""
-        return await self.memory.aget_context(thread_id=self.thread_id)
+        return await self.memory.aget_context(
+            thread_id=self.thread_id, merge_system_message=self.merge_system_message
+        )
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Append ``messages`` and run the OM step (observes when over the threshold)."""

@@ -305,13 +305,33 @@ def _retry_plan(
             if tried > budget or not policy.retry_on(error):
                 break
             delay = policy.delay(tried - 1, error)
+            logger.info(
+                "model %s failed (%s, try %d of %d); retrying in %.1fs",
+                attempt.model_id,
+                type(error).__name__,
+                tried,
+                budget + 1,
+                delay,
+            )
             _notify(on_retry, RetryEvent(attempt.model_id, tried, error, delay))
             retries += 1
             yield _Sleep(delay)
         if index + 1 < len(attempts):
             next_id = attempts[index + 1].model_id
+            logger.info(
+                "model %s failed (%s); falling back to %s",
+                attempt.model_id,
+                type(errors[-1][1]).__name__,
+                next_id,
+            )
             _notify(on_retry, RetryEvent(attempt.model_id, tried, errors[-1][1], None, next_id))
     last = errors[-1][1]
+    logger.warning(
+        "model call failed after %d attempt(s) on %s: %s",
+        len(errors),
+        ", ".join(dict.fromkeys(mid for mid, _ in errors)),
+        type(last).__name__,
+    )
     if len(errors) > 1:
         history = "; ".join(f"{mid}: {type(err).__name__}" for mid, err in errors[:-1])
         last.add_note(f"langchain-om: {len(errors)} model calls failed ({history}; then this)")

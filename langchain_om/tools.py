@@ -135,7 +135,8 @@ def create_recall_tool(
     Example:
         >>> from langchain_om import ObservationalMemory
         >>> from langchain_om.tools import create_recall_tool
-        >>> memory = ObservationalMemory(model="default", retrieval=True)
+        >>> from langchain_om.testing import memory_model
+        >>> memory = ObservationalMemory(model=memory_model(), retrieval=True)
         >>> create_recall_tool(memory).name
         'recall'
     """

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -68,7 +70,10 @@ class Background:
         """Run ``plan`` on a worker thread unless ``key`` is already running."""
 
         def launch() -> concurrent.futures.Future[Any]:
-            return self._thread_pool().submit(run_sync, plan, executor)
+            # The job runs in a copy of the caller's context: LangChain's callbacks (tracing)
+            # travel in a context variable, so the job's model calls nest under the caller's run.
+            context = contextvars.copy_context()
+            return self._thread_pool().submit(context.run, run_sync, plan, executor)
 
         return self._start(key, plan, executor, launch)
 
@@ -94,8 +99,9 @@ class Background:
             if job is not None and not job.done():
                 plan.close()
                 return False
-            self._jobs[key] = launch()
-            return True
+            job = self._jobs[key] = launch()
+        job.add_done_callback(functools.partial(_log_failure, key))
+        return True
 
     def _thread_pool(self) -> concurrent.futures.ThreadPoolExecutor:
         if self._pool is None:
@@ -141,3 +147,16 @@ class Background:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True)
+
+
+def _log_failure(key: str, job: concurrent.futures.Future[Any] | asyncio.Task[Any]) -> None:
+    """Log a background job that ended with an error (cycles report their own failures)."""
+    if job.cancelled():
+        return
+    error = job.exception()
+    if error is not None:
+        logger.warning(
+            "background job %s failed: %s (nothing was removed; the next step retries)",
+            key,
+            type(error).__name__,
+        )

@@ -244,15 +244,17 @@ def run_cycle(cycle: Cycle, body: CycleBody) -> Plan[OMRecord]:
 
 def _cycle_error(cycle: Cycle, exc: Exception) -> CycleFailedError:
     thread_id = cycle.record["thread_id"]
+    reason = str(exc).rstrip().rstrip(".")
     if cycle.operation == "observation":
         message = (
-            f"Observation failed for thread {thread_id!r}: {exc}. Nothing was "
+            f"Observation failed for thread {thread_id!r}: {reason}. Nothing was "
             "removed from context. Set observation.failure_policy='continue' to go on "
             "without observing."
         )
     else:
         message = (
-            f"Reflection failed for thread {thread_id!r}: {exc}. The observation log is unchanged."
+            f"Reflection failed for thread {thread_id!r}: {reason}. "
+            "The observation log is unchanged."
         )
     return CycleFailedError(message, operation=cycle.operation, thread_id=thread_id)
 
@@ -366,6 +368,8 @@ def call_observer(
             input_tokens=prompt_tokens,
             thread_id=record["thread_id"],
             resource_id=record["resource_id"],
+            cycle_id=cycle.cycle_id,
+            trigger=cycle.trigger,
         )
         cycle.note(result)
         parsed = parse_observer_output(_text(result), extractor_slugs=[e.slug for e in extractors])
@@ -408,6 +412,8 @@ def call_reflector(
             input_tokens=env.counter.count_messages(prompt),
             thread_id=cycle.record["thread_id"],
             resource_id=cycle.record["resource_id"],
+            cycle_id=cycle.cycle_id,
+            trigger=cycle.trigger,
         )
         cycle.note(result)
         parsed = parse_observer_output(_text(result))

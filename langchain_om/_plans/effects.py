@@ -35,6 +35,10 @@ class ModelCall:
     input_tokens: int
     thread_id: str
     resource_id: str | None
+    cycle_id: str | None = None
+    """The cycle the call belongs to (traced as run metadata)."""
+    trigger: str | None = None
+    """What started the cycle (``threshold``, ``async-buffer``, ...; traced as run metadata)."""
 
 
 @dataclass(frozen=True)

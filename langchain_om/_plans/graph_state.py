@@ -39,13 +39,49 @@ class WindowSplit:
     window: list[BaseMessage]
 
 
+MERGED_KIND = "memory-merged"
+"""``response_metadata["langchain_om"]["kind"]`` of a user system message with memory merged in."""
+
+
+def merge_memory(system: BaseMessage, blocks: Sequence[str]) -> SystemMessage:
+    """``system`` (the user's system message) with the memory blocks appended, same id.
+
+    The original content is kept in the message's metadata so the split can restore it and the
+    next merge starts from it, not from the previous memory.
+    """
+    base = system.content
+    parts: list[str | dict[str, Any]] = (
+        [{"type": "text", "text": base}] if isinstance(base, str) else list(base)
+    )
+    parts.extend({"type": "text", "text": block} for block in blocks)
+    meta = {**system.response_metadata, OM_META_KEY: {"kind": MERGED_KIND, "base": base}}
+    return SystemMessage(content=parts, id=system.id, response_metadata=meta)
+
+
+def _merged_base(message: BaseMessage) -> BaseMessage | None:
+    """The user's own system message inside a merged one (else ``None``)."""
+    meta = message.response_metadata.get(OM_META_KEY)
+    if not (isinstance(meta, dict) and meta.get("kind") == MERGED_KIND):
+        return None
+    rest = {k: v for k, v in message.response_metadata.items() if k != OM_META_KEY}
+    return SystemMessage(content=meta.get("base", ""), id=message.id, response_metadata=rest)
+
+
 def split_messages(messages: Sequence[BaseMessage]) -> WindowSplit:
-    """Leading non-memory system messages stay put; the memory message is set aside."""
+    """Leading non-memory system messages stay put; the memory message is set aside.
+
+    A user system message with memory merged into it counts as both: its original content is
+    in ``head`` and the merged message is ``memory``.
+    """
     head: list[BaseMessage] = []
     memory: BaseMessage | None = None
     window: list[BaseMessage] = []
     in_head = True
     for m in messages:
+        if in_head and (base := _merged_base(m)) is not None:
+            head.append(base)
+            memory = m
+            continue
         if is_memory_message(m):
             memory = m
             continue
@@ -77,9 +113,10 @@ def state_update(
     if outcome.inserted or (memory is not None and current_memory is None):
         split = split_messages(messages)
         keep = [memory] if memory is not None else [m for m in (split.memory,) if m is not None]
+        merged = {m.id for m in keep if _merged_base(m) is not None}
         update["messages"] = [
             RemoveMessage(id=REMOVE_ALL_MESSAGES),
-            *split.head,
+            *[m for m in split.head if m.id not in merged],  # a merged one comes back below
             *keep,
             *outcome.window,
         ]

@@ -38,7 +38,7 @@ def conversation(turns: int) -> list[dict[str, Any]]:
 
 
 def archive_count(db: Path, thread: str = "default") -> int:
-    with ObservationalMemory.from_sqlite(str(db)) as memory:
+    with ObservationalMemory.from_sqlite(str(db), model=memory_model()) as memory:
         return len(archived(memory, thread))
 
 
@@ -143,7 +143,7 @@ def test_chat_repl_shows_windows_and_commands(
     assert "archive:" in out
     assert "never read" not in out
     # the session is in the database: a new process sees the same thread
-    with ObservationalMemory.from_sqlite(str(db)) as memory:
+    with ObservationalMemory.from_sqlite(str(db), model=memory_model()) as memory:
         snap = memory.status(thread_id="default")
     assert "my favourite number is 0" in snap.observations
     assert snap.record["observed_message_count"] + len(snap.window) == 2 * len(lines)

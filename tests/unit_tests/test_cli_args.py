@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
+from langchain_om import __version__
 from langchain_om.cli import ReplayFormatError, build_parser, load_conversation, main, open_backend
 from tests.helpers import ROOT, write_jsonl
 
@@ -132,3 +133,21 @@ def test_help_lists_the_commands_and_examples(capsys: pytest.CaptureFixture[str]
     out = capsys.readouterr().out
     assert "{chat,replay,inspect}" in out
     assert "langchain-om replay examples/data/demo.jsonl" in out
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"langchain-om {__version__}"
+
+
+def test_inspect_takes_only_the_options_it_uses(capsys: pytest.CaptureFixture[str]) -> None:
+    for option in ("--resource", "--verbose", "--model", "--scripted"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(
+                ["inspect", option, *(["x"] if option in ("--resource", "--model") else [])]
+            )
+        assert "unrecognized arguments" in capsys.readouterr().err
+    args = build_parser().parse_args(["inspect", "--max-lines", "0", "--json"])
+    assert args.max_lines == 0 and args.json

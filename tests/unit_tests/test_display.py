@@ -54,6 +54,19 @@ def test_render_text_shows_windows_hints_and_log() -> None:
     assert render_text(snap, max_lines=1).splitlines()[-2].startswith("   … ")
 
 
+def test_render_text_max_lines_zero_hides_the_whole_log() -> None:
+    snap = _snapshot_with("Date: Nov 2, 2026\n* 🔴 (09:00) User likes tea\n* 🟡 (09:05) Has a cat")
+    lines = render_text(snap, max_lines=0).splitlines()
+    assert lines[-1] == "   … 4 lines"
+    assert not any("User likes tea" in line for line in lines)
+    kept = render_text(snap, max_lines=2).splitlines()
+    assert kept[-3:] == [
+        "   … 2 earlier lines",
+        "   * 🔴 (09:00) User likes tea",
+        "   * 🟡 (09:05) Has a cat",
+    ]
+
+
 @pytest.mark.parametrize(
     ("tokens", "threshold", "bar"),
     [(0, 100, "░░░░"), (50, 100, "██░░"), (100, 100, "████"), (250, 100, "███▓"), (5, 0, "░░░░")],

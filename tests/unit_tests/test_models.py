@@ -271,7 +271,15 @@ def test_model_strings_map_to_init_chat_model(
     fake_init: FakeInit, spec: str, model: str, provider: str | None
 ) -> None:
     resolve_model_string(spec)
-    assert fake_init.calls == [(model, provider, {})]
+    # Clients built from strings retry nothing themselves: the package's retry plan does.
+    sdk_retries = provider in (None, "google_genai", "openai", "anthropic", "mistralai")
+    sdk_retries = sdk_retries or provider == "google_vertexai"
+    assert fake_init.calls == [(model, provider, {"max_retries": 0} if sdk_retries else {})]
+
+
+def test_string_models_keep_a_max_retries_the_caller_passes(fake_init: FakeInit) -> None:
+    resolve_model_string("openai/gpt-5-mini", max_retries=5)
+    assert fake_init.calls == [("gpt-5-mini", "openai", {"max_retries": 5})]
 
 
 def test_string_models_are_cached_per_spec_and_settings(fake_init: FakeInit) -> None:

@@ -112,6 +112,7 @@ PINNED: dict[str, list[str]] = {
         "TemporalGapEvent",
         "ThreadUpdateEvent",
         "WindowUsage",
+        "parse_event",
     ],
     "langchain_om.extractors": [
         "ExtractionResult",

@@ -52,14 +52,14 @@ def test_engine_inserts_and_keeps_the_reminder() -> None:
     memory.add_messages("t", [HumanMessage("hi", id="u1"), AIMessage("hello", id="a1")])
     clock.now += timedelta(minutes=3)
     memory.add_messages("t", [HumanMessage("still here", id="u2")])
-    assert not [e for e in events if e.type == "data-system-reminder"]
+    assert not [e for e in events if e.type == "data-om-temporal-gap"]
     clock.now += timedelta(hours=3)
     snap = memory.add_messages("t", [HumanMessage("back", id="u3")])
     ids = [m.id for m in snap.window]
     assert ids[-2:] == ["__temporal_gap_u3", "u3"]
     reminder = snap.window[-2]
     assert "3 hours later" in reminder.text and "temporal-gap" in reminder.text
-    gap = [e for e in events if e.type == "data-system-reminder"]
+    gap = [e for e in events if e.type == "data-om-temporal-gap"]
     assert len(gap) == 1 and gap[0].precedes_message_id == "u3"
     # persisted: another step does not insert it twice
     snap = memory.add_messages("t", [AIMessage("welcome back", id="a3")])

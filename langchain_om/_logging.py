@@ -1,0 +1,103 @@
+"""Log lines for OM events: summaries at INFO, failures at WARNING, never message text.
+
+Loggers (all under ``langchain_om``; configure that one to see everything):
+
+- ``langchain_om.cycles`` — INFO: an observation, reflection, buffer or activation finished
+  (thread, counts, tokens, duration); WARNING: a cycle failed; DEBUG: a cycle started.
+- ``langchain_om.retry`` — INFO: a model call is retried or falls back to the next model;
+  WARNING: every attempt failed.
+- ``langchain_om`` — WARNING: a background job or a user callback failed.
+
+Observation text, messages and prompts are never logged: only ids, counts, tokens, durations
+and error class names with their (provider) messages, clipped.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from langchain_om.events import (
+    ActivationEvent,
+    BufferingEndEvent,
+    BufferingFailedEvent,
+    BufferingStartEvent,
+    ObservationEndEvent,
+    ObservationFailedEvent,
+    ObservationStartEvent,
+    OMEvent,
+)
+
+cycles_logger = logging.getLogger("langchain_om.cycles")
+
+_ERROR_CHARS = 200
+
+
+def clip_error(text: str) -> str:
+    """An error text on one line, at most a couple of hundred characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= _ERROR_CHARS else line[: _ERROR_CHARS - 1] + "…"
+
+
+def log_event(event: OMEvent) -> None:
+    """Log ``event`` on ``langchain_om.cycles`` at its level (status events are not logged)."""
+    log = cycles_logger
+    if isinstance(event, ObservationFailedEvent | BufferingFailedEvent):
+        retrying = isinstance(event, ObservationFailedEvent) and event.retrying
+        kind = "background " if isinstance(event, BufferingFailedEvent) else ""
+        log.log(
+            logging.INFO if retrying else logging.WARNING,
+            "%s%s %s failed for thread %r after %d ms (%d tokens attempted%s): %s",
+            kind,
+            event.operation_type,
+            event.cycle_id,
+            event.thread_id,
+            event.duration_ms,
+            event.tokens_attempted,
+            "; retrying" if retrying else "; nothing was removed",
+            clip_error(event.error),
+        )
+    elif isinstance(event, ObservationEndEvent):
+        log.info(
+            "%s %s done for thread %r in %d ms: %d input tokens, log now %d tokens (%s)",
+            event.operation_type,
+            event.cycle_id,
+            event.thread_id,
+            event.duration_ms,
+            event.tokens_observed,
+            event.observation_tokens,
+            event.trigger,
+        )
+    elif isinstance(event, BufferingEndEvent):
+        log.info(
+            "background %s %s buffered for thread %r in %d ms: %d input tokens -> %d tokens",
+            event.operation_type,
+            event.cycle_id,
+            event.thread_id,
+            event.duration_ms,
+            event.tokens_buffered,
+            event.buffered_tokens,
+        )
+    elif isinstance(event, ActivationEvent):
+        log.info(
+            "%s activated for thread %r (%s): %d chunks, %d messages left the window, "
+            "log now %d tokens",
+            event.operation_type,
+            event.thread_id,
+            event.triggered_by,
+            event.chunks_activated,
+            event.messages_activated,
+            event.observation_tokens,
+        )
+    elif isinstance(event, ObservationStartEvent | BufferingStartEvent):
+        tokens = (
+            event.tokens_to_observe
+            if isinstance(event, ObservationStartEvent)
+            else event.tokens_to_buffer
+        )
+        log.debug(
+            "%s %s started for thread %r: %d tokens",
+            event.operation_type,
+            event.cycle_id,
+            event.thread_id,
+            tokens,
+        )

@@ -1,0 +1,3 @@
+"""The package version (read by hatch at build time and by ``langchain-om --version``)."""
+
+__version__ = "0.1.0"
