@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: install check lint format type test test-all bench bench-quick
+.PHONY: install check lint format type test test-all notebooks bench bench-quick
 
 install:
 	python3 -m venv $(VENV)
@@ -35,6 +35,11 @@ test:
 COV_FLOOR ?= 95
 test-all:
 	$(PYTEST) -q tests --cov=langchain_om --cov-report=term --cov-fail-under=$(COV_FLOOR)
+
+# Execute every notebook in place (offline, from the repository root) so they are committed
+# with their outputs; tests/integration_tests/test_notebook.py fails when they are stale.
+notebooks:
+	$(PY) -m tests.notebooks
 
 # The README's test command (CI runs it through .ci/run): lint, types, all tests.
 check: lint type test-all

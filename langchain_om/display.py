@@ -55,6 +55,14 @@ _PRIORITY_STYLE = {
     "🟢": "#eafaf1",
     "✅": "#f2f3f4",
 }
+_TEXT = "#1b2631"
+"""Text colour of the HTML view; with ``_CARD`` it reads the same in light and dark themes."""
+_CARD = "#ffffff"
+_MUTED = "#566573"
+_TRACK = "#e5e8e8"
+_FILL = "#1f618d"
+_OVER = "#a93226"
+_FILL_TEXT = "#ffffff"
 _HINT_LABELS = {
     "current_task": "current task",
     "suggested_response": "suggested response",
@@ -148,14 +156,14 @@ def render_text(
 
 def _html_bar(label: str, tokens: int, threshold: int) -> str:
     share = 0.0 if threshold <= 0 else min(1.0, tokens / threshold)
-    color = "#c0392b" if tokens > threshold else "#2e86c1"
+    fill = _OVER if tokens > threshold else _FILL
     return (
         '<div style="margin:2px 0">'
         f'<span style="display:inline-block;width:7.5em">{html.escape(label)}</span>'
-        '<span style="display:inline-block;width:16em;height:0.9em;background:#e5e8e8;'
-        'vertical-align:middle;border-radius:3px;overflow:hidden">'
-        f'<span style="display:block;height:100%;width:{share * 100:.1f}%;background:{color}">'
-        "</span></span>"
+        f'<span style="display:inline-block;width:16em;height:0.9em;background:{_TRACK};'
+        f'color:{_TEXT};vertical-align:middle;border-radius:3px;overflow:hidden">'
+        f'<span style="display:block;height:100%;width:{share * 100:.1f}%;background:{fill};'
+        f'color:{_FILL_TEXT}"></span></span>'
         f" {tokens:,} / {threshold:,} tokens</div>"
     )
 
@@ -165,10 +173,13 @@ def _html_line(line: str) -> str:
     if line.startswith("Date:"):
         return f'<div style="font-weight:bold;margin-top:4px">{text}</div>'
     bullet = line.lstrip("*- ").strip()
-    background = _PRIORITY_STYLE.get(bullet[:1], "transparent")
+    background = _PRIORITY_STYLE.get(bullet[:1])
     indent = (len(line) - len(line.lstrip())) // 2
+    # A line with a background sets its text colour too: a dark theme's light text would be
+    # unreadable on these light tints.
+    colours = f"background:{background};color:{_TEXT};" if background else ""
     return (
-        f'<div style="background:{background};margin:1px 0 1px {indent}em;'
+        f'<div style="{colours}margin:1px 0 1px {indent}em;'
         f'padding:0 4px;border-radius:2px">{text}</div>'
     )
 
@@ -184,7 +195,10 @@ def render_html(snapshot: SnapshotLike, *, archived: int | None = None) -> str:
     status = snapshot.status
     title = html.escape(str(record.get("title") or ""))
     parts = [
-        '<div class="langchain-om-memory" style="font-family:sans-serif;font-size:13px">',
+        # The card sets its own background and text colour, so it reads the same whatever the
+        # notebook theme (light text inherited from a dark theme would vanish on it).
+        '<div class="langchain-om-memory" style="font-family:sans-serif;font-size:13px;'
+        f'background:{_CARD};color:{_TEXT};padding:6px 8px;border-radius:4px">',
         f"<div><b>Thread {html.escape(snapshot.thread_id)}</b>"
         f" · generation {int(record.get('generation', 0))}"
         + (f" · {title}" if title else "")
@@ -195,7 +209,7 @@ def render_html(snapshot: SnapshotLike, *, archived: int | None = None) -> str:
     counts = f"window: {len(snapshot.window)} unobserved messages"
     if archived is not None:
         counts += f" · archive: {archived} observed messages"
-    parts.append(f'<div style="color:#566573">{counts}</div>')
+    parts.append(f'<div style="color:{_MUTED}">{counts}</div>')
     for label, text in _hints(record):
         parts.append(f"<div><i>{html.escape(label)}:</i> {html.escape(text)}</div>")
     groups = list(record.get("groups") or [])
@@ -204,7 +218,7 @@ def render_html(snapshot: SnapshotLike, *, archived: int | None = None) -> str:
     for group in groups:
         parts.append(
             '<div style="margin-top:6px;border-left:3px solid #aab7b8;padding-left:6px">'
-            f'<div style="color:#566573">{html.escape(_group_heading(group))}</div>'
+            f'<div style="color:{_MUTED}">{html.escape(_group_heading(group))}</div>'
         )
         parts.extend(_html_line(line) for line in str(group.get("text", "")).splitlines() if line)
         parts.append("</div>")
@@ -230,7 +244,11 @@ def _generation(event: StatusEvent | Mapping[str, Any]) -> int:
 
 
 def plot_windows(
-    history: Sequence[StatusEvent | Mapping[str, Any]], *, title: str | None = None
+    history: Sequence[StatusEvent | Mapping[str, Any]],
+    *,
+    title: str | None = None,
+    figsize: tuple[float, float] = (9.0, 5.5),
+    dpi: float | None = None,
 ) -> Figure:
     """Plot the message and observation windows over time.
 
@@ -238,6 +256,9 @@ def plot_windows(
         history: ``data-om-status`` events in order (``StatusEvent`` objects, or their
             ``to_part()`` dicts), e.g. collected with ``on_debug_event``.
         title: the figure title.
+        figsize: width and height in inches.
+        dpi: dots per inch (matplotlib's default when None); with ``figsize`` it sets the
+            image's size in pixels.
 
     Returns:
         A matplotlib ``Figure`` (shown inline when it is the last value of a notebook cell).
@@ -253,7 +274,7 @@ def plot_windows(
         ) from exc
 
     steps = list(range(1, len(history) + 1))
-    fig = Figure(figsize=(9, 5.5), layout="constrained")
+    fig = Figure(figsize=figsize, dpi=dpi, layout="constrained")
     axes = fig.subplots(2, 1, sharex=True)
     for ax, key, color in zip(
         axes, ("messages", "observations"), ("#2e86c1", "#ca6f1e"), strict=True
