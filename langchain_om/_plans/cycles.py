@@ -8,6 +8,7 @@ share with them.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from langchain_om._core.record import (
     new_id,
     stable_id,
 )
+from langchain_om._core.redact import error_summary
 from langchain_om._core.reflector import (
     LadderResult,
     ReflectionLadder,
@@ -59,6 +61,8 @@ from langchain_om.events import (
     WindowUsage,
 )
 from langchain_om.extractors import persist, prior_values, run_extractors
+
+logger = logging.getLogger("langchain_om")
 
 BUFFERED_MARKER = "--- BUFFERED (pending activation) ---"
 
@@ -214,9 +218,19 @@ def run_cycle(cycle: Cycle, body: CycleBody) -> Plan[OMRecord]:
     try:
         new, done = yield from body(cycle)
     except Exception as exc:
-        error = f"{type(exc).__name__}: {exc}"
+        summary = error_summary(exc)
+        logger.warning(
+            "%s cycle %s failed", cycle.operation, cycle.cycle_id, exc_info=(type(exc), exc, None)
+        )
+        error = summary.text()
         cycle.emit(_buffering_failed(cycle, error) if background else cycle.failed(error))
-        yield from cycle.hook("end", error=exc)
+        yield from cycle.hook(
+            "end",
+            error=exc,
+            error_type=summary.type,
+            status_code=summary.status_code,
+            error_message=summary.message,
+        )
         if background:
             return cycle.record
         raise _cycle_error(cycle, exc) from exc
@@ -243,16 +257,19 @@ def run_cycle(cycle: Cycle, body: CycleBody) -> Plan[OMRecord]:
 
 
 def _cycle_error(cycle: Cycle, exc: Exception) -> CycleFailedError:
+    """The error raised to the caller: a redacted summary (the cause keeps the full error)."""
     thread_id = cycle.record["thread_id"]
+    reason = error_summary(exc).text()
     if cycle.operation == "observation":
         message = (
-            f"Observation failed for thread {thread_id!r}: {exc}. Nothing was "
+            f"Observation failed for thread {thread_id!r}: {reason}. Nothing was "
             "removed from context. Set observation.failure_policy='continue' to go on "
             "without observing."
         )
     else:
         message = (
-            f"Reflection failed for thread {thread_id!r}: {exc}. The observation log is unchanged."
+            f"Reflection failed for thread {thread_id!r}: {reason}. The observation log is "
+            "unchanged."
         )
     return CycleFailedError(message, operation=cycle.operation, thread_id=thread_id)
 
