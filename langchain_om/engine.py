@@ -26,7 +26,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langchain_om._core.dates import iso
 from langchain_om._core.recall import recall_instructions
-from langchain_om._core.record import coerce_record, new_record
+from langchain_om._core.record import check_owner, coerce_record, new_record
 from langchain_om._core.render import MemoryContext, render_memory
 from langchain_om._core.tokens import TokenCounter, get_default_counter
 from langchain_om._core.types import OMRecord
@@ -35,6 +35,7 @@ from langchain_om._plans.cycles import status_event
 from langchain_om._plans.effects import Executor, Plan, run_async, run_sync
 from langchain_om._plans.standalone import StandaloneRequest, ThreadState, load_plan, step_plan
 from langchain_om._plans.storage import (
+    after_migration,
     archived_messages_plan,
     forget_plan,
     thread_ids_plan,
@@ -253,10 +254,14 @@ class ObservationalMemory:
         window: Sequence[BaseMessage],
         **kwargs: Any,
     ) -> TurnInput:
+        thread = require_thread_id(thread_id)
+        rec = coerce_record(record)
+        if rec is not None:
+            check_owner(rec["resource_id"], thread_id=thread, resource_id=resource_id)
         return TurnInput(
-            thread_id=require_thread_id(thread_id),
+            thread_id=thread,
             resource_id=resource_id,
-            record=coerce_record(record),
+            record=rec,
             window=list(window),
             **kwargs,
         )
@@ -298,7 +303,8 @@ class ObservationalMemory:
                 ``actor_model``, ...).
         """
         inp = self._step_input(thread_id, window, options)
-        return self._start_threads(run_sync(turn_plan(self._env, inp), self._executor))
+        plan = after_migration(inp.thread_id, inp.resource_id, turn_plan(self._env, inp))
+        return self._start_threads(run_sync(plan, self._executor))
 
     async def astep(
         self,
@@ -309,7 +315,8 @@ class ObservationalMemory:
     ) -> TurnOutcome:
         """Async twin of :meth:`step`."""
         inp = self._step_input(thread_id, window, options)
-        return self._start_tasks(await run_async(turn_plan(self._env, inp), self._executor))
+        plan = after_migration(inp.thread_id, inp.resource_id, turn_plan(self._env, inp))
+        return self._start_tasks(await run_async(plan, self._executor))
 
     def _idle_input(self, turn: EndTurnOptions) -> TurnInput | None:
         if not self.config.observation.buffer_on_idle:
@@ -520,13 +527,18 @@ class ObservationalMemory:
         plan = self._step_plan(thread_id, resource_id, None, force_reflect=True)
         return await self._arun_standalone(thread_id, plan)
 
-    def status(self, *, thread_id: str) -> ThreadSnapshot:
-        """Windows, thresholds, generation and buffered state of a thread (no model call)."""
-        return self._run_standalone(thread_id, load_plan(self._env, thread_id))
+    def status(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
+        """Windows, thresholds, generation and buffered state of a thread (no model call).
 
-    async def astatus(self, *, thread_id: str) -> ThreadSnapshot:
+        With ``resource_id``, raises ``OMUsageError`` when the thread belongs to another
+        resource.
+        """
+        return self._run_standalone(thread_id, load_plan(self._env, thread_id, resource_id))
+
+    async def astatus(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
         """Async twin of :meth:`status`."""
-        return await self._arun_standalone(thread_id, load_plan(self._env, thread_id))
+        plan = load_plan(self._env, thread_id, resource_id)
+        return await self._arun_standalone(thread_id, plan)
 
     def forget(self, *, thread_id: str, resource_id: str | None = None) -> None:
         """Delete everything memory stored for a thread (not the graph's checkpoints)."""
@@ -542,14 +554,20 @@ class ObservationalMemory:
         finally:
             lock.release()
 
-    def get_context(self, *, thread_id: str) -> list[BaseMessage]:
-        """What the agent's model would see: the memory system message, then the window."""
-        snap = self.status(thread_id=thread_id)
+    def get_context(self, *, thread_id: str, resource_id: str | None = None) -> list[BaseMessage]:
+        """What the agent's model would see: the memory system message, then the window.
+
+        With ``resource_id``, raises ``OMUsageError`` when the thread belongs to another
+        resource.
+        """
+        snap = self.status(thread_id=thread_id, resource_id=resource_id)
         return _context_messages(snap)
 
-    async def aget_context(self, *, thread_id: str) -> list[BaseMessage]:
+    async def aget_context(
+        self, *, thread_id: str, resource_id: str | None = None
+    ) -> list[BaseMessage]:
         """Async twin of :meth:`get_context`."""
-        snap = await self.astatus(thread_id=thread_id)
+        snap = await self.astatus(thread_id=thread_id, resource_id=resource_id)
         return _context_messages(snap)
 
     # -- reads ------------------------------------------------------------------------------

@@ -46,11 +46,13 @@ class ObservationalChatMessageHistory(BaseChatMessageHistory):
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """The memory system message (when there is memory) followed by the window."""
-        return self.memory.get_context(thread_id=self.thread_id)
+        return self.memory.get_context(thread_id=self.thread_id, resource_id=self.resource_id)
 
     async def aget_messages(self) -> list[BaseMessage]:
         """Async twin of :attr:`messages`."""
-        return await self.memory.aget_context(thread_id=self.thread_id)
+        return await self.memory.aget_context(
+            thread_id=self.thread_id, resource_id=self.resource_id
+        )
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Append ``messages`` and run the OM step (observes when over the threshold)."""

@@ -49,6 +49,7 @@ from langchain_om._plans.storage import (
     registry_list_op,
     search_op,
     state_get_op,
+    thread_owner_plan,
     unpack_state,
 )
 
@@ -178,17 +179,27 @@ def recall_plan(
 
 
 def _bind_resource(caller: Caller) -> Plan[Caller]:
-    """Without a resource id in the config, the current thread's own record names it."""
-    if caller.resource_id is not None or caller.thread_id is None:
+    """Check the caller against the current thread's owner in the store.
+
+    Without a resource id in the config, the owner the store names (the thread's standalone
+    record, else its archive) is the caller's resource. A record that came with the call
+    (agent state) is used only when it names the caller's resource.
+    """
+    if caller.thread_id is None:
         return caller
-    record = caller.record
-    if record is None:
-        (item,) = yield StoreBatch([state_get_op(caller.thread_id)])
-        record, _ = unpack_state(item)
-    resource = nonempty_str(record.get("resource_id")) if record else None
-    if resource is None:
-        return caller
-    return Caller(caller.thread_id, resource, caller.scope, caller.window, caller.record)
+    found, owner = yield from thread_owner_plan(caller.thread_id)
+    resource = caller.resource_id
+    if found and resource is not None and owner != resource:
+        raise _RecallError(
+            "The current thread belongs to another resource: recall reads only the caller's "
+            "own threads. Give each user their own thread ids."
+        )
+    if resource is None and found:
+        resource = nonempty_str(owner)
+    record, window = caller.record, caller.window
+    if record is not None and nonempty_str(record.get("resource_id")) != resource:
+        record, window = None, None
+    return Caller(caller.thread_id, resource, caller.scope, window, record)
 
 
 def _effective_scope(caller: Caller) -> Literal["thread", "resource"]:

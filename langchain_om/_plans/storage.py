@@ -24,7 +24,7 @@ plans yield these ops in ``StoreBatch`` effects and the drivers run them with ``
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from langchain_core.messages import (
     AIMessage,
@@ -43,8 +43,12 @@ from langgraph.store.base import (
     SearchOp,
 )
 
+from langchain_om._core.labels import decode_label, encode_label, legacy_label
+from langchain_om._core.record import check_owner
 from langchain_om._core.types import OM_META_KEY, ObservationGroup, OMRecord
 from langchain_om._plans.effects import Plan, StoreBatch
+
+T = TypeVar("T")
 
 ROOT = "langchain_om"
 NO_RESOURCE = "_"
@@ -55,29 +59,39 @@ SEARCH_TEXT_CHARS = 2000
 """Text of a message or group that goes into the vector index."""
 
 
+def thread_label(thread_id: str) -> str:
+    """The namespace label of a thread id (reversible; see :mod:`langchain_om._core.labels`)."""
+    return encode_label(thread_id)
+
+
+def resource_label(resource_id: str | None) -> str:
+    """The namespace label of a resource id (``"_"`` for no resource)."""
+    return encode_label(resource_id) if resource_id else NO_RESOURCE
+
+
 def archive_ns(thread_id: str) -> tuple[str, ...]:
     """Namespace of a thread's archived messages."""
-    return (ROOT, "archive", thread_id)
+    return (ROOT, "archive", thread_label(thread_id))
 
 
 def threads_ns(resource_id: str | None) -> tuple[str, ...]:
     """Namespace of a resource's thread registry."""
-    return (ROOT, "threads", resource_id or NO_RESOURCE)
+    return (ROOT, "threads", resource_label(resource_id))
 
 
 def state_ns(thread_id: str) -> tuple[str, ...]:
     """Namespace of a thread's standalone state (record and window)."""
-    return (ROOT, "state", thread_id)
+    return (ROOT, "state", thread_label(thread_id))
 
 
 def buffer_ns(thread_id: str) -> tuple[str, ...]:
     """Namespace of a thread's buffered observation chunks (key: first message id)."""
-    return (ROOT, "buffer", thread_id)
+    return (ROOT, "buffer", thread_label(thread_id))
 
 
 def reflection_ns(thread_id: str) -> tuple[str, ...]:
     """Namespace of a thread's buffered reflection (key ``"current"``)."""
-    return (ROOT, "reflection", thread_id)
+    return (ROOT, "reflection", thread_label(thread_id))
 
 
 MAX_CHUNKS = 10_000
@@ -284,12 +298,12 @@ def search_op(
 
 def msgindex_ns(thread_id: str) -> tuple[str, ...]:
     """Namespace of a thread's message-id → sequence-number index."""
-    return (ROOT, "msgindex", thread_id)
+    return (ROOT, "msgindex", thread_label(thread_id))
 
 
 def search_ns(resource_id: str | None) -> tuple[str, ...]:
     """Namespace of a resource's vector-search documents."""
-    return (ROOT, "search", resource_id or NO_RESOURCE)
+    return (ROOT, "search", resource_label(resource_id))
 
 
 def index_ops(messages: Sequence[BaseMessage], thread_id: str, first_seq: int) -> list[PutOp]:
@@ -435,11 +449,35 @@ def reflected_ops(before: OMRecord, after: OMRecord, *, vector: bool) -> list[Pu
 FORGET_PAGE = 500
 
 
+def thread_owner_plan(thread_id: str) -> Plan[tuple[bool, str | None]]:
+    """``(found, owner)``: whether the store holds the thread, and the resource it belongs to.
+
+    The standalone state's record names the owner; a graph thread (no state) is known by its
+    archive, whose items name the resource they were archived for.
+    """
+    state, first = yield StoreBatch([state_get_op(thread_id), archive_get_op(thread_id, 0)])
+    record, _ = unpack_state(state)
+    if record is not None:
+        return True, record.get("resource_id")
+    if first is not None:
+        return True, first.value.get("resource_id")
+    return False, None
+
+
 def forget_plan(thread_id: str, resource_id: str | None) -> Plan[None]:
     """A plan deleting everything stored for a thread (archive, indexes, buffers, state).
 
-    Yields ``StoreBatch`` effects.
+    ``resource_id`` ``None`` forgets the thread for whoever owns it. Yields ``StoreBatch``
+    effects.
+
+    Raises:
+        OMUsageError: ``resource_id`` is given and the thread belongs to another resource.
     """
+    yield from migrate_legacy_plan(thread_id, resource_id)
+    found, owner = yield from thread_owner_plan(thread_id)
+    check_owner(owner, thread_id=thread_id, resource_id=resource_id, found=found)
+    if resource_id is None:
+        resource_id = owner
     for ns in (
         archive_ns(thread_id),
         msgindex_ns(thread_id),
@@ -468,6 +506,7 @@ READ_PAGE = 1000
 
 def archived_messages_plan(thread_id: str) -> Plan[list[BaseMessage]]:
     """A plan reading every archived message of a thread, oldest first."""
+    yield from migrate_legacy_plan(thread_id, None)
     items: list[Item] = []
     while True:
         (page,) = yield StoreBatch(
@@ -490,9 +529,63 @@ def thread_ids_plan() -> Plan[list[str]]:
         found.extend(page)
         if len(page) < READ_PAGE:
             break
-    candidates = sorted({ns[2] for ns in found if len(ns) > 2})
+    labels = sorted({ns[2] for ns in found if len(ns) > 2})
     # Some stores keep a namespace after its last item is deleted: check the state is there.
-    if not candidates:
+    if not labels:
         return []
-    states = yield StoreBatch([state_get_op(t) for t in candidates])
-    return [t for t, item in zip(candidates, states, strict=True) if item is not None]
+    states = yield StoreBatch([GetOp((ROOT, "state", label), "current") for label in labels])
+    threads: list[str] = []
+    for label, item in zip(labels, states, strict=True):
+        if item is None:
+            continue
+        record, _ = unpack_state(item)
+        thread = decode_label(label)
+        if thread is None and record is not None:  # the digest label of a very long id
+            thread = str(record.get("thread_id"))
+        if thread is not None:
+            threads.append(thread)
+    return sorted(set(threads))
+
+
+def _move_plan(
+    old: tuple[str, ...], new: tuple[str, ...], flt: dict[str, Any] | None
+) -> Plan[None]:
+    """Move a namespace's items (those matching ``flt``) to another namespace.
+
+    Search documents are indexed again (``index=None``: the store's configured fields).
+    """
+    index: Literal[False] | None = None if new[1] == "search" else False
+    while True:
+        (items,) = yield StoreBatch([SearchOp(old, filter=flt, limit=READ_PAGE)])
+        if not items:
+            return
+        ops: list[Op] = [PutOp(new, i.key, i.value, index=index) for i in items]
+        ops.extend(PutOp(old, i.key, None) for i in items)
+        yield StoreBatch(ops)
+
+
+def after_migration(thread_id: str, resource_id: str | None, plan: Plan[T]) -> Plan[T]:
+    """``plan``, run after :func:`migrate_legacy_plan` for its thread."""
+    yield from migrate_legacy_plan(thread_id, resource_id)
+    return (yield from plan)
+
+
+def migrate_legacy_plan(thread_id: str, resource_id: str | None) -> Plan[None]:
+    """Move a thread's data stored under its id before ids were encoded into labels.
+
+    Only ids starting with ``~`` (or longer than a label may be) changed label; for every other
+    id this yields nothing. Run it before reading or writing such a thread.
+    """
+    old_thread = legacy_label(thread_id)
+    old_resource = legacy_label(resource_id) if resource_id else None
+    if old_thread is not None:
+        for kind in ("archive", "msgindex", "buffer", "reflection", "state"):
+            yield from _move_plan(
+                (ROOT, kind, old_thread), (ROOT, kind, thread_label(thread_id)), None
+            )
+    if old_resource is not None:
+        flt = {"thread_id": thread_id}
+        for kind in ("threads", "search"):
+            yield from _move_plan(
+                (ROOT, kind, old_resource), (ROOT, kind, resource_label(resource_id)), flt
+            )
