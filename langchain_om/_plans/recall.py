@@ -44,6 +44,7 @@ from langchain_om._plans.storage import (
     archive_find_op,
     archive_get_op,
     archived_message,
+    migrate_legacy_plan,
     msgindex_get_ops,
     registry_get_op,
     registry_list_op,
@@ -168,6 +169,8 @@ def recall_plan(
 ) -> Plan[dict[str, Any]]:
     """The whole tool call as a plan of store batches; problems become ``{"error": ...}``."""
     try:
+        if caller.thread_id is not None:
+            yield from migrate_legacy_plan(caller.thread_id, caller.resource_id)
         caller = yield from _bind_resource(caller)
         if args.mode == "threads":
             return (yield from _threads_mode(settings, caller, args))
@@ -229,6 +232,7 @@ def _load_thread(caller: Caller, requested: str | None) -> Plan[_Thread]:
                 f"Thread {requested!r} is not available: recall is limited to the current thread."
             )
         thread_id, current = requested, False
+        yield from migrate_legacy_plan(thread_id, caller.resource_id)
     ops = [registry_get_op(caller.resource_id, thread_id)]
     if current and caller.resource_id is not None:
         ops.append(registry_get_op(None, thread_id))

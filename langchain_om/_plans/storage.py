@@ -555,7 +555,7 @@ def _move_plan(
     Search documents are indexed again (``index=None``: the store's configured fields).
     """
     index: Literal[False] | None = None if new[1] == "search" else False
-    while True:
+    while old != new:
         (items,) = yield StoreBatch([SearchOp(old, filter=flt, limit=READ_PAGE)])
         if not items:
             return
