@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 
 from langchain_om import ObservationalChatMessageHistory, ObservationalMemory
 from langchain_om.errors import OMUsageError
@@ -78,7 +79,7 @@ def run_two_users(memory: ObservationalMemory) -> dict[str, int]:
     recall = create_recall_tool(memory, scope="resource")
     cursors = [f"{tag}-h0", f"{tag}-a3", None]
     for cfg_thread in (thread, f"bob-own-{tag}"):
-        cfg = {"configurable": {"thread_id": cfg_thread, "resource_id": "bob"}}
+        cfg: RunnableConfig = {"configurable": {"thread_id": cfg_thread, "resource_id": "bob"}}
         for cursor in cursors:
             for args in (
                 {"cursor": cursor, "detail": "high"},
@@ -92,12 +93,12 @@ def run_two_users(memory: ObservationalMemory) -> dict[str, int]:
     for build in (build_agent, build_graph):
         app = build(memory, _actor())
         gthread = f"{build.__name__}-{tag}"
-        alice_cfg = {"configurable": {"thread_id": gthread, "resource_id": "alice"}}
+        alice_cfg: RunnableConfig = {"configurable": {"thread_id": gthread, "resource_id": "alice"}}
         for i in range(12):
             app.invoke({"messages": [HumanMessage(f"{SECRET} {i} " + "words " * 30)]}, alice_cfg)
         before = len(archived(memory, gthread))
         assert before > 0
-        bob_cfg = {"configurable": {"thread_id": gthread, "resource_id": "bob"}}
+        bob_cfg: RunnableConfig = {"configurable": {"thread_id": gthread, "resource_id": "bob"}}
         with pytest.raises(OMUsageError, match="'alice', not 'bob'"):
             app.invoke({"messages": [HumanMessage("what is my PIN?")]}, bob_cfg)
         refused += 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 
 from langchain_om import ObservationalChatMessageHistory
 from langchain_om._plans import storage
@@ -38,7 +39,7 @@ def test_any_id_is_stored_and_read_back(thread_id: str) -> None:
     assert stored and len(stored) + len(history.messages) - 1 == 20
     assert thread_id in memory.list_threads()
     recall = create_recall_tool(memory)
-    cfg = {"configurable": {"thread_id": thread_id, "resource_id": "r.1@x"}}
+    cfg: RunnableConfig = {"configurable": {"thread_id": thread_id, "resource_id": "r.1@x"}}
     assert '"h0"' in recall.invoke({"anchor": "start"}, cfg)
     history.clear()
     assert archived(memory, thread_id) == [] and thread_id not in memory.list_threads()
@@ -58,7 +59,7 @@ def test_data_stored_under_the_old_labels_stays_readable(monkeypatch: pytest.Mon
     assert before and memory.store.search((storage.ROOT, "archive", thread), limit=1)
     # Read in the new layout: the recall tool, the archive, the window, all still there.
     recall = create_recall_tool(memory)
-    cfg = {"configurable": {"thread_id": thread, "resource_id": resource}}
+    cfg: RunnableConfig = {"configurable": {"thread_id": thread, "resource_id": resource}}
     assert '"h0"' in recall.invoke({"anchor": "start", "mode": "messages"}, cfg)
     assert [m.id for m in archived(memory, thread)] == [m.id for m in before]
     assert [m.id for m in history.messages] == [m.id for m in window]
