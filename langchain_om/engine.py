@@ -572,13 +572,24 @@ class ObservationalMemory:
 
     # -- reads ------------------------------------------------------------------------------
 
-    def archived_messages(self, thread_id: str) -> list[BaseMessage]:
-        """The messages of a thread that left its window, oldest first (the recall archive)."""
-        return run_sync(archived_messages_plan(thread_id), self._executor)
+    def archived_messages(
+        self, thread_id: str, *, record: OMRecord | dict[str, Any] | None = None
+    ) -> list[BaseMessage]:
+        """The messages of a thread that left its window, oldest first (the recall archive).
 
-    async def aarchived_messages(self, thread_id: str) -> list[BaseMessage]:
+        Args:
+            thread_id: the thread.
+            record: read this record's branch (a graph checkpoint's ``om_record``: forks and
+                time travel keep their own archives); default: the standalone record, else
+                the branch the thread archived last.
+        """
+        return run_sync(archived_messages_plan(thread_id, record), self._executor)
+
+    async def aarchived_messages(
+        self, thread_id: str, *, record: OMRecord | dict[str, Any] | None = None
+    ) -> list[BaseMessage]:
         """Async twin of :meth:`archived_messages`."""
-        return await run_async(archived_messages_plan(thread_id), self._executor)
+        return await run_async(archived_messages_plan(thread_id, record), self._executor)
 
     def list_threads(self) -> list[str]:
         """Ids of the threads whose state the store keeps (standalone API), sorted."""

@@ -233,8 +233,8 @@ def run_fuzz(calls: int, seed: int = 0) -> FuzzReport:
         ("lcel", lcel),
         ("tool_node", tool_node),
     ]
-    while report.total < calls:
-        name, fn = rng.choice(patterns)
+    while report.total < calls:  # the pattern with the fewest calls goes next
+        name, fn = min(patterns, key=lambda p: (report.calls.get(p[0], 0), rng.random()))
         report.calls[name] = report.calls.get(name, 0) + 1
         fn()
     return report

@@ -42,7 +42,7 @@ from langchain_om._core.reflector import (
 from langchain_om._core.truncation import TruncatedObservations, truncate_observations
 from langchain_om._core.types import ObservationGroup, OMRecord
 from langchain_om._plans.effects import HookCall, ModelCall, Plan, StoreBatch
-from langchain_om._plans.storage import observed_ops, reflected_ops
+from langchain_om._plans.storage import observed_plan, reflected_ops
 from langchain_om._plans.types import Trigger, TurnEnv, TurnInput, emit_event
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import CycleFailedError, ObserverOutputError
@@ -478,7 +478,7 @@ def observe_plan(
         )
         new["extracted"] = persist(env.extractors, record["extracted"], found.values)
         # Archive first: the messages leave the window only after they are stored.
-        yield StoreBatch(observed_ops(batch, before=record, after=new, vector=env.vector))
+        new = yield from observed_plan(batch, before=record, after=new, vector=env.vector)
         return new, {
             "observation_tokens": group["tokens"],
             "observations": text,

@@ -854,8 +854,8 @@ def test_index_ops_map_ids_to_sequence_numbers() -> None:
         [HumanMessage("a", id="x"), HumanMessage("b"), HumanMessage("c", id="z")], "t", 7
     )
     assert [(op.namespace, op.key, op.value) for op in ops] == [
-        (("langchain_om", "msgindex", "t"), "x", {"seq": 7}),
-        (("langchain_om", "msgindex", "t"), "z", {"seq": 9}),
+        (("langchain_om", "msgindex", "t"), "x", {"seq": 7, "branch": ""}),
+        (("langchain_om", "msgindex", "t"), "z", {"seq": 9, "branch": ""}),
     ]
     first = index_ops([HumanMessage("a", id="x")], "t", 0)
     assert [op.key for op in first] == ["x", "langchain_om:indexed"]
