@@ -9,10 +9,9 @@ the store so the engine works with no graph at all.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import threading
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, Required, TypedDict, TypeVar, Unpack
@@ -57,6 +56,7 @@ from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.display import render_html
 from langchain_om.events import OMEvent, StatusEvent
 from langchain_om.extractors import check_extractors
+from langchain_om.locks import LocalThreadLock, SqliteThreadLock, ThreadLock, hold_async
 from langchain_om.retry import RetryPolicy
 from langchain_om.sqlite import open_sqlite
 from langchain_om.tools import create_recall_tool
@@ -141,6 +141,9 @@ class ObservationalMemory:
         background: ``"auto"`` runs background buffering on worker threads (sync callers) or
             as tasks (async callers); ``"manual"`` queues it for deterministic tests, to be run
             with ``memory.run_background()``.
+        thread_lock: the per-thread lock standalone calls run under (see
+            :mod:`langchain_om.locks`): ``PostgresThreadLock(url)`` for several processes on
+            PostgreSQL; :meth:`from_sqlite` uses ``SqliteThreadLock``; default: this process.
 
     Example:
         >>> from langchain_om import ObservationalMemory
@@ -164,6 +167,7 @@ class ObservationalMemory:
         retry_policy: RetryPolicy | None = None,
         sleep: Callable[[float], None] | None = None,
         background: Literal["auto", "manual"] = "auto",
+        thread_lock: ThreadLock | None = None,
         **kwargs: Any,
     ) -> None:
         self.config = ObservationalMemoryConfig.coerce(options, **kwargs)
@@ -179,7 +183,7 @@ class ObservationalMemory:
         self._models = RoleModels(self.config, self.retry_policy, sleep)
         self._closers: list[Callable[[], None]] = []
         self._background = Background(manual=background == "manual")
-        self._locks = _ThreadLocks()
+        self._thread_lock: ThreadLock = thread_lock or LocalThreadLock()
         self._executor = Executor(
             store=self.store,
             call_model=self._models.call,
@@ -213,6 +217,7 @@ class ObservationalMemory:
             **kwargs: options and engine arguments, as for :class:`ObservationalMemory`.
         """
         checkpointer, store, close = open_sqlite(path)
+        kwargs.setdefault("thread_lock", SqliteThreadLock(path))
         memory = cls(store=store, checkpointer=checkpointer, **kwargs)
         memory._closers.append(close)
         return memory
@@ -440,18 +445,29 @@ class ObservationalMemory:
 
     # -- standalone API (state kept in the store) -----------------------------------------
 
+    def thread_lock(self, thread_id: str) -> AbstractContextManager[None]:
+        """Hold ``thread_id``'s lock: across processes with a backend lock (``thread_lock=``).
+
+        The standalone calls (``add_messages``, ``observe``, ``reflect``, ``forget`` and the
+        history adapter) take it themselves. LangGraph does not serialise runs of a thread:
+        with several workers, wrap each agent or graph run in it
+        (``with memory.thread_lock(tid): agent.invoke(inputs, config)``), and after a crash
+        resume the thread with ``agent.invoke(None, config)`` first.
+        """
+        return self._thread_lock.hold(thread_id)
+
+    def athread_lock(self, thread_id: str) -> AbstractAsyncContextManager[None]:
+        """Async twin of :meth:`thread_lock` (``async with``; not nested on one thread id)."""
+        return hold_async(self._thread_lock, thread_id)
+
     def _run_standalone(self, thread_id: str, plan: Plan[ThreadState]) -> ThreadSnapshot:
-        with self._locks.get(thread_id):
+        with self._thread_lock.hold(thread_id):
             state = run_sync(plan, self._executor)
         return self._snapshot(thread_id, self._start_threads(state))
 
     async def _arun_standalone(self, thread_id: str, plan: Plan[ThreadState]) -> ThreadSnapshot:
-        lock = self._locks.get(thread_id)
-        await asyncio.to_thread(lock.acquire)
-        try:
+        async with hold_async(self._thread_lock, thread_id):
             state = await run_async(plan, self._executor)
-        finally:
-            lock.release()
         return self._snapshot(thread_id, self._start_tasks(state))
 
     def _step_plan(
@@ -542,17 +558,13 @@ class ObservationalMemory:
 
     def forget(self, *, thread_id: str, resource_id: str | None = None) -> None:
         """Delete everything memory stored for a thread (not the graph's checkpoints)."""
-        with self._locks.get(thread_id):
+        with self._thread_lock.hold(thread_id):
             run_sync(forget_plan(thread_id, resource_id), self._executor)
 
     async def aforget(self, *, thread_id: str, resource_id: str | None = None) -> None:
         """Async twin of :meth:`forget`."""
-        lock = self._locks.get(thread_id)
-        await asyncio.to_thread(lock.acquire)
-        try:
+        async with hold_async(self._thread_lock, thread_id):
             await run_async(forget_plan(thread_id, resource_id), self._executor)
-        finally:
-            lock.release()
 
     def get_context(self, *, thread_id: str, resource_id: str | None = None) -> list[BaseMessage]:
         """What the agent's model would see: the memory system message, then the window.
@@ -598,18 +610,6 @@ class ObservationalMemory:
     async def alist_threads(self) -> list[str]:
         """Async twin of :meth:`list_threads`."""
         return await run_async(thread_ids_plan(), self._executor)
-
-
-class _ThreadLocks:
-    """One lock per thread id: standalone steps on a thread run one at a time."""
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._locks: dict[str, threading.Lock] = {}
-
-    def get(self, thread_id: str) -> threading.Lock:
-        with self._guard:
-            return self._locks.setdefault(thread_id, threading.Lock())
 
 
 def _context_messages(snap: ThreadSnapshot) -> list[BaseMessage]:
