@@ -36,9 +36,9 @@ def open_memory(spec: dict[str, Any]) -> ObservationalMemory:
     saver_cm = PostgresSaver.from_conn_string(spec["url"])
     store_cm = PostgresStore.from_conn_string(spec["url"])
     saver, store = saver_cm.__enter__(), store_cm.__enter__()
-    memory = ObservationalMemory(
-        store=store, checkpointer=saver, thread_lock=PostgresThreadLock(spec["url"]), **OPTIONS
-    )
+    lock = PostgresThreadLock(spec["url"])
+    memory = ObservationalMemory(store=store, checkpointer=saver, thread_lock=lock, **OPTIONS)
+    memory._closers.append(lock.close)
     memory._closers.append(lambda: (store_cm.__exit__(None, None, None), None)[1])
     memory._closers.append(lambda: (saver_cm.__exit__(None, None, None), None)[1])
     return memory
