@@ -107,7 +107,7 @@ def test_kill_9_at_random_points(tmp_path: Path, kind: str) -> None:
     base = _backend(kind, tmp_path)
     rng = random.Random(7)
     thread = f"kill-{uuid.uuid4().hex[:6]}"
-    kills, rounds, deadline = 0, 0, time.monotonic() + 75
+    kills, rounds, deadline = 0, 0, time.monotonic() + 150
     while kills < 25 and time.monotonic() < deadline:
         specs = [
             {
@@ -118,7 +118,7 @@ def test_kill_9_at_random_points(tmp_path: Path, kind: str) -> None:
                 "turns": 40,
                 "door": "history",
             }
-            for p in range(2)
+            for p in range(4)
         ]
         procs = [_start(s) for s in specs]
         for p in procs:
@@ -127,7 +127,7 @@ def test_kill_9_at_random_points(tmp_path: Path, kind: str) -> None:
         time.sleep(rng.uniform(0.05, 1.5))
         for p in procs:
             p.kill()
-            p.wait()
+            p.communicate()
             kills += 1
         rounds += 1
     memory = open_memory(base)
