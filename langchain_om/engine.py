@@ -217,7 +217,8 @@ class ObservationalMemory:
             **kwargs: options and engine arguments, as for :class:`ObservationalMemory`.
         """
         checkpointer, store, close = open_sqlite(path)
-        kwargs.setdefault("thread_lock", SqliteThreadLock(path))
+        if path != ":memory:" and not path.startswith("file:"):  # a file other processes open
+            kwargs.setdefault("thread_lock", SqliteThreadLock(path))
         memory = cls(store=store, checkpointer=checkpointer, **kwargs)
         memory._closers.append(close)
         return memory
