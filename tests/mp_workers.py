@@ -48,10 +48,13 @@ def turn_text(proc: int, turn: int) -> str:
     return f"p{proc} turn {turn}: " + "words " * 30
 
 
-def run(spec: dict[str, Any]) -> None:
+def run(spec: dict[str, Any], ready: Any = None) -> None:
+    """Append the spec's turns; ``ready`` (an event) is set once the memory is open."""
     memory = open_memory(spec)
     proc = spec["proc"]
     print("ready", flush=True)
+    if ready is not None:
+        ready.set()
     if spec["door"] == "agent":
         actor = FunctionChatModel(function=lambda m, i: AIMessage(f"ok {m[-1].text[:16]}"))
         agent = build_agent(memory, actor)
@@ -72,7 +75,6 @@ def run(spec: dict[str, Any]) -> None:
                         AIMessage("ok", id=f"{base}-a"),
                     ]
                 )
-                print(f"turn {turn}", flush=True)
     memory.close()
     print("done", flush=True)
 

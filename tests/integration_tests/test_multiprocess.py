@@ -4,8 +4,10 @@ kill -9 at random points."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -20,13 +22,18 @@ from langchain_core.runnables import RunnableConfig
 from langchain_om.tools import create_recall_tool
 from tests.helpers import ROOT
 from tests.mp_workers import open_memory
+from tests.mp_workers import run as run_worker
 
+KILLS = 30
+"""kill -9 per backend (60 over SQLite and PostgreSQL)."""
 URL = os.environ.get("LANGCHAIN_OM_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 
 def _backend(kind: str, tmp_path: Path) -> dict[str, Any]:
     if kind == "sqlite":
-        return {"backend": "sqlite", "path": str(tmp_path / "om.db")}
+        spec = {"backend": "sqlite", "path": str(tmp_path / "om.db")}
+        open_memory(spec).close()  # create the tables once, before workers race to
+        return spec
     psycopg = pytest.importorskip("psycopg")
     try:
         psycopg.connect(URL, connect_timeout=3).close()
@@ -107,10 +114,13 @@ def test_kill_9_at_random_points(tmp_path: Path, kind: str) -> None:
     base = _backend(kind, tmp_path)
     rng = random.Random(7)
     thread = f"kill-{uuid.uuid4().hex[:6]}"
-    kills, rounds, deadline = 0, 0, time.monotonic() + 150
-    while kills < 25 and time.monotonic() < deadline:
-        specs = [
-            {
+    # Forked workers (the parent has everything imported) start at once, so a round is short.
+    ctx = multiprocessing.get_context("fork")
+    kills, rounds, deadline = 0, 0, time.monotonic() + 90
+    while kills < KILLS and time.monotonic() < deadline:
+        workers = []
+        for p in range(3):
+            spec = {
                 **base,
                 "proc": 10 * rounds + p,
                 "threads": [thread],
@@ -118,17 +128,18 @@ def test_kill_9_at_random_points(tmp_path: Path, kind: str) -> None:
                 "turns": 40,
                 "door": "history",
             }
-            for p in range(4)
-        ]
-        procs = [_start(s) for s in specs]
-        for p in procs:
-            assert p.stdout is not None
-            p.stdout.readline()  # ready
-        time.sleep(rng.uniform(0.05, 1.5))
-        for p in procs:
-            p.kill()
-            p.communicate()
-            kills += 1
+            ready = ctx.Event()
+            worker = ctx.Process(target=run_worker, args=(spec, ready), daemon=True)
+            worker.start()
+            workers.append((worker, ready))
+        for _, ready in workers:
+            ready.wait(60)
+        time.sleep(rng.uniform(0.2, 3.0))
+        for worker, _ in workers:
+            if worker.pid is not None and worker.is_alive():
+                os.kill(worker.pid, signal.SIGKILL)
+                kills += 1
+            worker.join()
         rounds += 1
     memory = open_memory(base)
     try:
@@ -148,5 +159,6 @@ def test_kill_9_at_random_points(tmp_path: Path, kind: str) -> None:
         assert humans == ais
     finally:
         memory.close()
-    assert kills >= 25
+    assert kills >= KILLS
+    assert len(ids) >= 20, "the workers were killed before they stored anything"
     print(f"{kind}: {kills} kills over {rounds} rounds, {len(ids)} messages, 0 lost or twice")
