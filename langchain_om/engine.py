@@ -9,10 +9,9 @@ the store so the engine works with no graph at all.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import threading
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, Required, TypedDict, TypeVar, Unpack
@@ -32,7 +31,7 @@ from langgraph.store.memory import InMemoryStore
 from langchain_om._actor import ActorEnvs
 from langchain_om._core.dates import iso
 from langchain_om._core.recall import recall_instructions
-from langchain_om._core.record import coerce_record, new_record
+from langchain_om._core.record import check_owner, coerce_record, new_record
 from langchain_om._core.render import MemoryContext, render_memory
 from langchain_om._core.tokens import MessageCounter, TokenCounter, as_token_counter
 from langchain_om._core.types import OMRecord
@@ -43,6 +42,7 @@ from langchain_om._plans.effects import Executor, Plan, run_async, run_sync
 from langchain_om._plans.graph_state import merge_memory
 from langchain_om._plans.standalone import StandaloneRequest, ThreadState, load_plan, step_plan
 from langchain_om._plans.storage import (
+    after_migration,
     archived_messages_plan,
     forget_plan,
     thread_ids_plan,
@@ -66,6 +66,7 @@ from langchain_om.display import render_html
 from langchain_om.errors import OMUsageError
 from langchain_om.events import OMEvent, StatusEvent
 from langchain_om.extractors import check_extractors
+from langchain_om.locks import LocalThreadLock, SqliteThreadLock, ThreadLock, hold_async
 from langchain_om.retry import RetryPolicy
 from langchain_om.sqlite import open_sqlite
 from langchain_om.tools import create_recall_tool
@@ -160,6 +161,9 @@ class ObservationalMemory:
         background: ``"auto"`` runs background buffering on worker threads (sync callers) or
             as tasks (async callers); ``"manual"`` queues it for deterministic tests, to be run
             with ``memory.run_background()``.
+        thread_lock: the per-thread lock standalone calls run under (see
+            :mod:`langchain_om.locks`): ``PostgresThreadLock(url)`` for several processes on
+            PostgreSQL; :meth:`from_sqlite` uses ``SqliteThreadLock``; default: this process.
 
     Example:
         >>> from langchain_om import ObservationalMemory
@@ -184,6 +188,7 @@ class ObservationalMemory:
         retry_policy: RetryPolicy | None = None,
         sleep: Callable[[float], None] | None = None,
         background: Literal["auto", "manual"] = "auto",
+        thread_lock: ThreadLock | None = None,
         **kwargs: Any,
     ) -> None:
         self.config = ObservationalMemoryConfig.coerce(options, **kwargs)
@@ -200,7 +205,7 @@ class ObservationalMemory:
         self._models = RoleModels(self.config, self.retry_policy, sleep)
         self._closers: list[Callable[[], None]] = []
         self._background = Background(manual=background == "manual")
-        self._locks = _ThreadLocks()
+        self._thread_lock: ThreadLock = thread_lock or LocalThreadLock()
         self._executor = Executor(
             store=self.store,
             call_model=self._models.call,
@@ -235,6 +240,8 @@ class ObservationalMemory:
             **kwargs: options and engine arguments, as for :class:`ObservationalMemory`.
         """
         checkpointer, store, close = open_sqlite(path)
+        if path != ":memory:" and not path.startswith("file:"):  # a file other processes open
+            kwargs.setdefault("thread_lock", SqliteThreadLock(path))
         memory = cls(store=store, checkpointer=checkpointer, **kwargs)
         memory._closers.append(close)
         return memory
@@ -293,10 +300,14 @@ class ObservationalMemory:
         window: Sequence[MessageLikeRepresentation],
         **kwargs: Any,
     ) -> TurnInput:
+        thread = require_thread_id(thread_id)
+        rec = coerce_record(record)
+        if rec is not None:
+            check_owner(rec["resource_id"], thread_id=thread, resource_id=resource_id)
         return TurnInput(
-            thread_id=require_thread_id(thread_id),
+            thread_id=thread,
             resource_id=resource_id,
-            record=coerce_record(record),
+            record=rec,
             window=_messages(window),
             **kwargs,
         )
@@ -343,7 +354,8 @@ class ObservationalMemory:
                 ``actor_model``, ...).
         """
         inp, env = self._step_input(thread_id, window, options)
-        return self._start_threads(run_sync(turn_plan(env, inp), self._executor))
+        plan = after_migration(inp.thread_id, inp.resource_id, turn_plan(env, inp))
+        return self._start_threads(run_sync(plan, self._executor))
 
     async def astep(
         self,
@@ -354,7 +366,8 @@ class ObservationalMemory:
     ) -> TurnOutcome:
         """Async twin of :meth:`step`."""
         inp, env = self._step_input(thread_id, window, options)
-        return self._start_tasks(await run_async(turn_plan(env, inp), self._executor))
+        plan = after_migration(inp.thread_id, inp.resource_id, turn_plan(env, inp))
+        return self._start_tasks(await run_async(plan, self._executor))
 
     def _idle_input(self, turn: EndTurnOptions) -> TurnInput | None:
         if not self.config.observation.buffer_on_idle:
@@ -489,18 +502,29 @@ class ObservationalMemory:
 
     # -- standalone API (state kept in the store) -----------------------------------------
 
+    def thread_lock(self, thread_id: str) -> AbstractContextManager[None]:
+        """Hold ``thread_id``'s lock: across processes with a backend lock (``thread_lock=``).
+
+        The standalone calls (``add_messages``, ``observe``, ``reflect``, ``forget`` and the
+        history adapter) take it themselves. LangGraph does not serialise runs of a thread:
+        with several workers, wrap each agent or graph run in it
+        (``with memory.thread_lock(tid): agent.invoke(inputs, config)``), and after a crash
+        resume the thread with ``agent.invoke(None, config)`` first.
+        """
+        return self._thread_lock.hold(thread_id)
+
+    def athread_lock(self, thread_id: str) -> AbstractAsyncContextManager[None]:
+        """Async twin of :meth:`thread_lock` (``async with``; not nested on one thread id)."""
+        return hold_async(self._thread_lock, thread_id)
+
     def _run_standalone(self, thread_id: str, plan: Plan[ThreadState]) -> ThreadSnapshot:
-        with self._locks.get(thread_id):
+        with self._thread_lock.hold(thread_id):
             state = run_sync(plan, self._executor)
         return self._snapshot(thread_id, self._start_threads(state))
 
     async def _arun_standalone(self, thread_id: str, plan: Plan[ThreadState]) -> ThreadSnapshot:
-        lock = self._locks.get(thread_id)
-        await asyncio.to_thread(lock.acquire)
-        try:
+        async with hold_async(self._thread_lock, thread_id):
             state = await run_async(plan, self._executor)
-        finally:
-            lock.release()
         return self._snapshot(thread_id, self._start_tasks(state))
 
     def _step_plan(
@@ -598,58 +622,80 @@ class ObservationalMemory:
         plan = self._step_plan(thread_id, resource_id, None, force_reflect=True)
         return await self._arun_standalone(thread_id, plan)
 
-    def status(self, *, thread_id: str) -> ThreadSnapshot:
-        """Windows, thresholds, generation and buffered state of a thread (no model call)."""
-        return self._run_standalone(thread_id, load_plan(self._env, thread_id))
+    def status(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
+        """Windows, thresholds, generation and buffered state of a thread (no model call).
 
-    async def astatus(self, *, thread_id: str) -> ThreadSnapshot:
+        With ``resource_id``, raises ``OMUsageError`` when the thread belongs to another
+        resource.
+        """
+        return self._run_standalone(thread_id, load_plan(self._env, thread_id, resource_id))
+
+    async def astatus(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
         """Async twin of :meth:`status`."""
-        return await self._arun_standalone(thread_id, load_plan(self._env, thread_id))
+        plan = load_plan(self._env, thread_id, resource_id)
+        return await self._arun_standalone(thread_id, plan)
 
     def forget(self, *, thread_id: str, resource_id: str | None = None) -> None:
         """Delete everything memory stored for a thread (not the graph's checkpoints)."""
-        with self._locks.get(thread_id):
+        with self._thread_lock.hold(thread_id):
             run_sync(forget_plan(thread_id, resource_id), self._executor)
 
     async def aforget(self, *, thread_id: str, resource_id: str | None = None) -> None:
         """Async twin of :meth:`forget`."""
-        lock = self._locks.get(thread_id)
-        await asyncio.to_thread(lock.acquire)
-        try:
+        async with hold_async(self._thread_lock, thread_id):
             await run_async(forget_plan(thread_id, resource_id), self._executor)
-        finally:
-            lock.release()
 
     def get_context(
-        self, *, thread_id: str, merge_system_message: bool = False
+        self,
+        *,
+        thread_id: str,
+        resource_id: str | None = None,
+        merge_system_message: bool = False,
     ) -> list[BaseMessage]:
         """What the agent's model would see: the memory system message, then the window.
 
         Args:
             thread_id: the conversation.
+            resource_id: when given, raises ``OMUsageError`` if the thread belongs to another
+                resource.
             merge_system_message: when the window starts with a system message, append memory
                 to it instead of putting a second system message in front (for providers
                 that take one system instruction only).
         """
-        snap = self.status(thread_id=thread_id)
+        snap = self.status(thread_id=thread_id, resource_id=resource_id)
         return _context_messages(snap, merge=merge_system_message)
 
     async def aget_context(
-        self, *, thread_id: str, merge_system_message: bool = False
+        self,
+        *,
+        thread_id: str,
+        resource_id: str | None = None,
+        merge_system_message: bool = False,
     ) -> list[BaseMessage]:
         """Async twin of :meth:`get_context`."""
-        snap = await self.astatus(thread_id=thread_id)
+        snap = await self.astatus(thread_id=thread_id, resource_id=resource_id)
         return _context_messages(snap, merge=merge_system_message)
 
     # -- reads ------------------------------------------------------------------------------
 
-    def archived_messages(self, thread_id: str) -> list[BaseMessage]:
-        """The messages of a thread that left its window, oldest first (the recall archive)."""
-        return run_sync(archived_messages_plan(thread_id), self._executor)
+    def archived_messages(
+        self, thread_id: str, *, record: OMRecord | dict[str, Any] | None = None
+    ) -> list[BaseMessage]:
+        """The messages of a thread that left its window, oldest first (the recall archive).
 
-    async def aarchived_messages(self, thread_id: str) -> list[BaseMessage]:
+        Args:
+            thread_id: the thread.
+            record: read this record's branch (a graph checkpoint's ``om_record``: forks and
+                time travel keep their own archives); default: the standalone record, else
+                the branch the thread archived last.
+        """
+        return run_sync(archived_messages_plan(thread_id, record), self._executor)
+
+    async def aarchived_messages(
+        self, thread_id: str, *, record: OMRecord | dict[str, Any] | None = None
+    ) -> list[BaseMessage]:
         """Async twin of :meth:`archived_messages`."""
-        return await run_async(archived_messages_plan(thread_id), self._executor)
+        return await run_async(archived_messages_plan(thread_id, record), self._executor)
 
     def list_threads(self) -> list[str]:
         """Ids of the threads whose state the store keeps (standalone API), sorted."""
@@ -658,18 +704,6 @@ class ObservationalMemory:
     async def alist_threads(self) -> list[str]:
         """Async twin of :meth:`list_threads`."""
         return await run_async(thread_ids_plan(), self._executor)
-
-
-class _ThreadLocks:
-    """One lock per thread id: standalone steps on a thread run one at a time."""
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._locks: dict[str, threading.Lock] = {}
-
-    def get(self, thread_id: str) -> threading.Lock:
-        with self._guard:
-            return self._locks.setdefault(thread_id, threading.Lock())
 
 
 def _messages(messages: Sequence[MessageLikeRepresentation]) -> list[BaseMessage]:

@@ -62,13 +62,17 @@ class ObservationalChatMessageHistory(BaseChatMessageHistory):
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """The memory system message (when there is memory) followed by the window."""
         return self.memory.get_context(
-            thread_id=self.thread_id, merge_system_message=self.merge_system_message
+            thread_id=self.thread_id,
+            resource_id=self.resource_id,
+            merge_system_message=self.merge_system_message,
         )
 
     async def aget_messages(self) -> list[BaseMessage]:
         """Async twin of :attr:`messages`."""
         return await self.memory.aget_context(
-            thread_id=self.thread_id, merge_system_message=self.merge_system_message
+            thread_id=self.thread_id,
+            resource_id=self.resource_id,
+            merge_system_message=self.merge_system_message,
         )
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:

@@ -6,9 +6,11 @@ O(page): the archive keys are contiguous sequence numbers per thread, so a page 
 ``store.batch`` of ``GetOp`` for a known key range, whatever the archive size.
 
 The thread and resource (user) the tool works for come from the run config
-(``configurable.thread_id``, ``configurable.resource_id`` or ``user_id``) or from the agent's
-injected state; the model never sees or chooses them. Whatever arguments the model passes, the
-tool never returns anything of another resource.
+(``configurable.thread_id``, ``configurable.resource_id`` or ``user_id``), the graph run's
+context (``resource_id``) or, for a thread the store already holds, the resource that owns it;
+never from the tool's arguments, so a ``state`` or id the model writes into a call is ignored
+for identity. Whatever arguments the model passes, the tool never returns anything of another
+resource.
 
 The modes themselves (``messages``, ``threads``, ``search``) are plans of store batches in
 :mod:`langchain_om._plans.recall`; this module builds the tool that drives them.
@@ -22,12 +24,13 @@ from typing import Any, Literal, Protocol
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool
+from langgraph.runtime import get_runtime
 from langgraph.store.base import BaseStore
 
 from langchain_om._core.recall import json_text
 from langchain_om._core.tokens import TokenCounter
 from langchain_om._plans.effects import Executor, ModelCall, Plan, run_async, run_sync
-from langchain_om._plans.graph_state import split_messages
+from langchain_om._plans.graph_state import run_ids, split_messages
 from langchain_om._plans.recall import (
     Caller,
     RecallInput,
@@ -74,24 +77,34 @@ def _caller(
     config: RunnableConfig | None,
     state: Mapping[str, Any] | None,
 ) -> Caller:
-    configurable: Mapping[str, Any] = (config or {}).get("configurable") or {}
+    """Who is calling: ids from the tool's binding, the run config or the run's context.
+
+    Identity never comes from the tool's arguments: ``state`` may be written by the model
+    (``tool.invoke(args)``), so it only supplies the current thread's window and record, and
+    only when its record names the same thread; recall checks that record's resource against
+    the caller before using it.
+    """
+    run_thread, run_resource = run_ids(dict(config or {}), _runtime())
+    thread_id = bound_thread or nonempty_str(run_thread)
+    resource_id = bound_resource or nonempty_str(run_resource)
     record = state.get("om_record") if isinstance(state, Mapping) else None
     record = record if isinstance(record, Mapping) else None
-    thread_id = bound_thread or nonempty_str(configurable.get("thread_id"))
-    thread_id = thread_id or (nonempty_str(record.get("thread_id")) if record else None)
-    resource_id = bound_resource or nonempty_str(
-        configurable.get("resource_id") or configurable.get("user_id")
-    )
-    if resource_id is None and record is not None and record.get("thread_id") == thread_id:
-        resource_id = nonempty_str(record.get("resource_id"))
     window: list[BaseMessage] | None = None
     if isinstance(state, Mapping) and isinstance(state.get("messages"), list):
         same_thread = record is None or record.get("thread_id") in (None, thread_id)
-        if bound_thread is None or same_thread:
+        if thread_id is not None and same_thread:
             msgs = [m for m in state["messages"] if isinstance(m, BaseMessage)]
             window = split_messages(msgs).window
     own_record = record if record is not None and record.get("thread_id") == thread_id else None
     return Caller(thread_id, resource_id, scope, window, own_record)
+
+
+def _runtime() -> Any:
+    """The graph run's runtime (its ``context`` may name the resource), outside a run ``None``."""
+    try:
+        return get_runtime()
+    except (RuntimeError, KeyError):
+        return None
 
 
 def _no_model(effect: ModelCall) -> Any:

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from langchain_om._core.types import RECORD_VERSION, Hints, ObservationGroup, OMRecord
+from langchain_om.errors import OMUsageError
 
 
 def new_id() -> str:
@@ -69,6 +70,34 @@ def coerce_record(value: Any) -> OMRecord | None:
     if isinstance(value, Mapping) and value.get("v") == RECORD_VERSION and "groups" in value:
         return dict(value)  # type: ignore[return-value]
     return None
+
+
+def check_owner(
+    owner: str | None, *, thread_id: str, resource_id: str | None, found: bool = True
+) -> None:
+    """Raise when a call naming ``resource_id`` reaches a thread another resource owns.
+
+    A thread id belongs to the resource (user) whose call first wrote it, ``None`` included.
+    A call that names a resource must name that one; a call without a resource id acts for
+    the thread's owner (single-user apps and operator tools).
+
+    Args:
+        owner: the resource the thread's stored data names.
+        thread_id: the thread.
+        resource_id: the resource the call names (``None``: not checked).
+        found: whether the thread exists at all (a new thread has no owner yet).
+
+    Raises:
+        OMUsageError: the thread belongs to another resource; the message names both ids.
+    """
+    if not found or resource_id is None or owner == resource_id:
+        return
+    raise OMUsageError(
+        f"Thread {thread_id!r} belongs to resource {owner!r}, not {resource_id!r}: a thread id "
+        "is bound to the resource (user) that first wrote it, so users never read or delete "
+        "each other's threads. Give each user their own thread ids (for example "
+        f"{f'{resource_id}:{thread_id}'!r}), or call with resource_id={owner!r}."
+    )
 
 
 def log_text(groups: Sequence[ObservationGroup]) -> str:

@@ -19,7 +19,7 @@ Message conventions (shared by every module):
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 OM_META_KEY = "langchain_om"
 """Key under ``message.response_metadata`` that holds OM's per-message bookkeeping."""
@@ -122,3 +122,6 @@ class OMRecord(TypedDict):
     """Churn guard: observation token count at which a sync reflection last failed to fit."""
     total_tokens_observed: int
     title: str | None
+    branches: NotRequired[list[list[Any]]]
+    """Archive branches this record's observed messages live on: ``[[branch, first_seq], …]``
+    (absent: the root branch ``""`` only). A checkpoint fork that observes gets a new branch."""

@@ -33,7 +33,7 @@ from langchain_om._plans.effects import Plan, StoreBatch
 from langchain_om._plans.storage import (
     chunk_delete_ops,
     chunk_put_op,
-    observed_ops,
+    observed_plan,
     reflected_ops,
     reflection_delete_op,
     reflection_put_op,
@@ -135,9 +135,13 @@ def activation_plan(
     batch, rest = window[:count], window[count:]
     now = iso(env.now())
     new = _with_chunks(env, record, chunks, now)
-    ops: list[Any] = observed_ops(batch, before=record, after=new, vector=env.vector)
-    ops.extend(chunk_delete_ops(record["thread_id"], chunks))
-    yield StoreBatch(ops)
+    new = yield from observed_plan(
+        batch,
+        before=record,
+        after=new,
+        vector=env.vector,
+        extra=chunk_delete_ops(record["thread_id"], chunks),
+    )
     emit_event(
         env,
         inp,

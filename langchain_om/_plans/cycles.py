@@ -8,6 +8,7 @@ share with them.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from langchain_om._core.record import (
     new_id,
     stable_id,
 )
+from langchain_om._core.redact import error_summary
 from langchain_om._core.reflector import (
     LadderResult,
     ReflectionLadder,
@@ -40,7 +42,7 @@ from langchain_om._core.reflector import (
 from langchain_om._core.truncation import TruncatedObservations, truncate_observations
 from langchain_om._core.types import ObservationGroup, OMRecord
 from langchain_om._plans.effects import HookCall, ModelCall, Plan, StoreBatch
-from langchain_om._plans.storage import observed_ops, reflected_ops
+from langchain_om._plans.storage import observed_plan, reflected_ops
 from langchain_om._plans.types import Trigger, TurnEnv, TurnInput, emit_event
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import CycleFailedError, ObserverOutputError
@@ -59,6 +61,8 @@ from langchain_om.events import (
     WindowUsage,
 )
 from langchain_om.extractors import persist, prior_values, run_extractors
+
+logger = logging.getLogger("langchain_om")
 
 BUFFERED_MARKER = "--- BUFFERED (pending activation) ---"
 
@@ -214,9 +218,19 @@ def run_cycle(cycle: Cycle, body: CycleBody) -> Plan[OMRecord]:
     try:
         new, done = yield from body(cycle)
     except Exception as exc:
-        error = f"{type(exc).__name__}: {exc}"
+        summary = error_summary(exc)
+        logger.warning(
+            "%s cycle %s failed", cycle.operation, cycle.cycle_id, exc_info=(type(exc), exc, None)
+        )
+        error = summary.text()
         cycle.emit(_buffering_failed(cycle, error) if background else cycle.failed(error))
-        yield from cycle.hook("end", error=exc)
+        yield from cycle.hook(
+            "end",
+            error=exc,
+            error_type=summary.type,
+            status_code=summary.status_code,
+            error_message=summary.message,
+        )
         if background:
             return cycle.record
         raise _cycle_error(cycle, exc) from exc
@@ -243,8 +257,9 @@ def run_cycle(cycle: Cycle, body: CycleBody) -> Plan[OMRecord]:
 
 
 def _cycle_error(cycle: Cycle, exc: Exception) -> CycleFailedError:
+    """The error raised to the caller: a redacted summary (the cause keeps the full error)."""
     thread_id = cycle.record["thread_id"]
-    reason = str(exc).rstrip().rstrip(".")
+    reason = error_summary(exc).text().rstrip().rstrip(".")
     if cycle.operation == "observation":
         message = (
             f"Observation failed for thread {thread_id!r}: {reason}. Nothing was "
@@ -467,7 +482,7 @@ def observe_plan(
         )
         new["extracted"] = persist(env.extractors, record["extracted"], found.values)
         # Archive first: the messages leave the window only after they are stored.
-        yield StoreBatch(observed_ops(batch, before=record, after=new, vector=env.vector))
+        new = yield from observed_plan(batch, before=record, after=new, vector=env.vector)
         return new, {
             "observation_tokens": group["tokens"],
             "observations": text,

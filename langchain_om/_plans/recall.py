@@ -20,6 +20,7 @@ from langgraph.prebuilt import InjectedState
 from langgraph.store.base import Item, SearchItem
 from pydantic import BaseModel, Field
 
+from langchain_om._core.branches import ROOT_BRANCH, Segments, branch_at, segments_of
 from langchain_om._core.recall import (
     Anchor,
     Count,
@@ -44,11 +45,15 @@ from langchain_om._plans.storage import (
     archive_find_op,
     archive_get_op,
     archived_message,
+    indexed_seq,
+    migrate_legacy_plan,
     msgindex_get_ops,
+    on_path,
     registry_get_op,
     registry_list_op,
     search_op,
     state_get_op,
+    thread_owner_plan,
     unpack_state,
 )
 
@@ -142,6 +147,8 @@ class _Thread:
     archived: int
     window: list[BaseMessage] = field(default_factory=list)
     info: Mapping[str, Any] | None = None
+    segments: Segments = field(default_factory=lambda: [(ROOT_BRANCH, 0)])
+    """The archive branch path of the record read (forks keep their own messages)."""
 
     @property
     def total(self) -> int:
@@ -167,6 +174,8 @@ def recall_plan(
 ) -> Plan[dict[str, Any]]:
     """The whole tool call as a plan of store batches; problems become ``{"error": ...}``."""
     try:
+        if caller.thread_id is not None:
+            yield from migrate_legacy_plan(caller.thread_id, caller.resource_id)
         caller = yield from _bind_resource(caller)
         if args.mode == "threads":
             return (yield from _threads_mode(settings, caller, args))
@@ -178,17 +187,27 @@ def recall_plan(
 
 
 def _bind_resource(caller: Caller) -> Plan[Caller]:
-    """Without a resource id in the config, the current thread's own record names it."""
-    if caller.resource_id is not None or caller.thread_id is None:
+    """Check the caller against the current thread's owner in the store.
+
+    Without a resource id in the config, the owner the store names (the thread's standalone
+    record, else its archive) is the caller's resource. A record that came with the call
+    (agent state) is used only when it names the caller's resource.
+    """
+    if caller.thread_id is None:
         return caller
-    record = caller.record
-    if record is None:
-        (item,) = yield StoreBatch([state_get_op(caller.thread_id)])
-        record, _ = unpack_state(item)
-    resource = nonempty_str(record.get("resource_id")) if record else None
-    if resource is None:
-        return caller
-    return Caller(caller.thread_id, resource, caller.scope, caller.window, caller.record)
+    found, owner = yield from thread_owner_plan(caller.thread_id)
+    resource = caller.resource_id
+    if found and resource is not None and owner != resource:
+        raise _RecallError(
+            "The current thread belongs to another resource: recall reads only the caller's "
+            "own threads. Give each user their own thread ids."
+        )
+    if resource is None and found:
+        resource = nonempty_str(owner)
+    record, window = caller.record, caller.window
+    if record is not None and nonempty_str(record.get("resource_id")) != resource:
+        record, window = None, None
+    return Caller(caller.thread_id, resource, caller.scope, window, record)
 
 
 def _effective_scope(caller: Caller) -> Literal["thread", "resource"]:
@@ -218,6 +237,7 @@ def _load_thread(caller: Caller, requested: str | None) -> Plan[_Thread]:
                 f"Thread {requested!r} is not available: recall is limited to the current thread."
             )
         thread_id, current = requested, False
+        yield from migrate_legacy_plan(thread_id, caller.resource_id)
     ops = [registry_get_op(caller.resource_id, thread_id)]
     if current and caller.resource_id is not None:
         ops.append(registry_get_op(None, thread_id))
@@ -236,15 +256,30 @@ def _load_thread(caller: Caller, requested: str | None) -> Plan[_Thread]:
         record, window = None, []
     if current and caller.window is not None:
         window = list(caller.window)
+    # Totals and the branch come from the record (checkpointed with the thread), never from
+    # the registry when a record is at hand: the registry may be ahead of a resumed record.
+    source = _count_source(caller, current, record, registry)
+    archived = int(source.get("observed_message_count") or 0)
+    segments = segments_of(source)
+    return _Thread(thread_id, current, archived, window, registry, segments)
+
+
+def _count_source(
+    caller: Caller,
+    current: bool,
+    record: Mapping[str, Any] | None,
+    registry: Mapping[str, Any] | None,
+) -> Mapping[str, Any]:
+    """The record (agent state first, then the stored one) else the registry entry."""
+    for candidate in (caller.record if current else None, record):
+        if candidate is not None and isinstance(candidate.get("observed_message_count"), int):
+            return candidate
     if registry is not None:
-        archived = int(registry.get("archived_messages") or 0)
-    elif current and caller.record is not None:
-        archived = int(caller.record.get("observed_message_count") or 0)
-    elif record is not None:
-        archived = int(record.get("observed_message_count") or 0)
-    else:
-        archived = 0
-    return _Thread(thread_id, current, archived, window, registry)
+        return {
+            "observed_message_count": registry.get("archived_messages"),
+            "branches": registry.get("branches"),
+        }
+    return {}
 
 
 def _registry_value(item: Item | None, resource_id: str | None) -> Mapping[str, Any] | None:
@@ -269,8 +304,10 @@ def _find_in_thread(
     for offset, message in enumerate(thread.window):
         if message.id == message_id:
             return thread.archived + offset
-    item, marker = yield StoreBatch(msgindex_get_ops(thread.thread_id, message_id))
-    seq = item.value.get("seq") if item is not None else None
+    *items, marker = yield StoreBatch(
+        msgindex_get_ops(thread.thread_id, message_id, thread.segments)
+    )
+    seq = indexed_seq(items, thread.segments)
     if isinstance(seq, int) and 0 <= seq < thread.archived:
         return seq
     if not scan or marker is not None:
@@ -278,7 +315,12 @@ def _find_in_thread(
     (found,) = yield StoreBatch([archive_find_op(thread.thread_id, message_id)])
     for hit in found:
         seq = hit.value.get("seq")
-        if _owned(hit.value, caller, thread) and isinstance(seq, int) and seq < thread.archived:
+        if (
+            _owned(hit.value, caller, thread)
+            and on_path(hit.value, thread.segments)
+            and isinstance(seq, int)
+            and seq < thread.archived
+        ):
             return seq
     return None
 
@@ -332,7 +374,9 @@ def _fetch(
     archived = [p for p in positions if 0 <= p < thread.archived]
     items: list[Item | None] = []
     if archived:
-        items = yield StoreBatch([archive_get_op(thread.thread_id, p) for p in archived])
+        items = yield StoreBatch(
+            [archive_get_op(thread.thread_id, p, branch_at(thread.segments, p)) for p in archived]
+        )
     by_pos: dict[int, BaseMessage] = {}
     for pos, item in zip(archived, items, strict=True):
         if item is not None and _owned(item.value, caller, thread):

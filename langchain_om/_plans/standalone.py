@@ -13,10 +13,15 @@ from dataclasses import dataclass, field, replace
 from langchain_core.messages import BaseMessage
 
 from langchain_om._core.dates import iso
-from langchain_om._core.record import coerce_record, new_record
+from langchain_om._core.record import check_owner, coerce_record, new_record
 from langchain_om._core.types import OMRecord
 from langchain_om._plans.effects import Plan, StoreBatch
-from langchain_om._plans.storage import state_get_op, state_put_op, unpack_state
+from langchain_om._plans.storage import (
+    migrate_legacy_plan,
+    state_get_op,
+    state_put_op,
+    unpack_state,
+)
 from langchain_om._plans.turn import idle_plan, turn_plan
 from langchain_om._plans.types import (
     BackgroundJob,
@@ -58,10 +63,17 @@ def load_plan(
     resource_id: str | None = None,
     messages: Sequence[BaseMessage] | None = None,
 ) -> Plan[ThreadState]:
-    """Read a thread's record and window, add ``messages`` (not saved), default the record."""
+    """Read a thread's record and window, add ``messages`` (not saved), default the record.
+
+    Raises:
+        OMUsageError: ``resource_id`` is given and the thread belongs to another resource.
+    """
+    yield from migrate_legacy_plan(thread_id, resource_id)
     (item,) = yield StoreBatch([state_get_op(thread_id)])
     record_data, window = unpack_state(item)
     record = coerce_record(record_data)
+    if record is not None:
+        check_owner(record["resource_id"], thread_id=thread_id, resource_id=resource_id)
     if messages:
         known = {m.id for m in window if m.id}
         window.extend(m for m in messages if not m.id or m.id not in known)

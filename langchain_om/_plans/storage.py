@@ -24,7 +24,7 @@ plans yield these ops in ``StoreBatch`` effects and the drivers run them with ``
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from langchain_core.messages import (
     AIMessage,
@@ -43,41 +43,58 @@ from langgraph.store.base import (
     SearchOp,
 )
 
+from langchain_om._core.branches import ROOT_BRANCH, branch_at, branch_key, fork, segments_of
+from langchain_om._core.labels import decode_label, encode_label, legacy_label
+from langchain_om._core.record import check_owner, new_id
 from langchain_om._core.types import OM_META_KEY, ObservationGroup, OMRecord
 from langchain_om._plans.effects import Plan, StoreBatch
+
+T = TypeVar("T")
 
 ROOT = "langchain_om"
 NO_RESOURCE = "_"
 SEQ_WIDTH = 12
 INDEX_MARKER = "langchain_om:indexed"
 """Key written in a thread's message index once it is indexed from its first message."""
+LATEST_KEY = "langchain_om:latest"
+"""Key in a thread's message index holding the branch path and count last archived."""
 SEARCH_TEXT_CHARS = 2000
 """Text of a message or group that goes into the vector index."""
 
 
+def thread_label(thread_id: str) -> str:
+    """The namespace label of a thread id (reversible; see :mod:`langchain_om._core.labels`)."""
+    return encode_label(thread_id)
+
+
+def resource_label(resource_id: str | None) -> str:
+    """The namespace label of a resource id (``"_"`` for no resource)."""
+    return encode_label(resource_id) if resource_id else NO_RESOURCE
+
+
 def archive_ns(thread_id: str) -> tuple[str, ...]:
     """Namespace of a thread's archived messages."""
-    return (ROOT, "archive", thread_id)
+    return (ROOT, "archive", thread_label(thread_id))
 
 
 def threads_ns(resource_id: str | None) -> tuple[str, ...]:
     """Namespace of a resource's thread registry."""
-    return (ROOT, "threads", resource_id or NO_RESOURCE)
+    return (ROOT, "threads", resource_label(resource_id))
 
 
 def state_ns(thread_id: str) -> tuple[str, ...]:
     """Namespace of a thread's standalone state (record and window)."""
-    return (ROOT, "state", thread_id)
+    return (ROOT, "state", thread_label(thread_id))
 
 
 def buffer_ns(thread_id: str) -> tuple[str, ...]:
     """Namespace of a thread's buffered observation chunks (key: first message id)."""
-    return (ROOT, "buffer", thread_id)
+    return (ROOT, "buffer", thread_label(thread_id))
 
 
 def reflection_ns(thread_id: str) -> tuple[str, ...]:
     """Namespace of a thread's buffered reflection (key ``"current"``)."""
-    return (ROOT, "reflection", thread_id)
+    return (ROOT, "reflection", thread_label(thread_id))
 
 
 MAX_CHUNKS = 10_000
@@ -176,8 +193,12 @@ def archive_ops(
     thread_id: str,
     resource_id: str | None,
     first_seq: int,
+    branch: str = ROOT_BRANCH,
 ) -> list[PutOp]:
-    """Put ops that archive ``messages`` at sequence numbers ``first_seq, first_seq+1, …``."""
+    """Put ops that archive ``messages`` at sequence numbers ``first_seq, first_seq+1, …``.
+
+    The messages go on ``branch`` (see :mod:`langchain_om._core.branches`).
+    """
     ops: list[PutOp] = []
     for offset, message in enumerate(messages):
         seq = first_seq + offset
@@ -185,6 +206,7 @@ def archive_ops(
         ts = meta.get("ts") if isinstance(meta, dict) else None
         value = {
             "seq": seq,
+            "branch": branch,
             "id": message.id,
             "thread_id": thread_id,
             "resource_id": resource_id,
@@ -195,9 +217,14 @@ def archive_ops(
             "tool_names": tool_names(message),
             "message": message_to_dict(message),
         }
-        ops.append(PutOp(archive_ns(thread_id), seq_key(seq), value, index=False))
-    ops.extend(index_ops(messages, thread_id, first_seq))
+        ops.append(PutOp(archive_ns(thread_id), archive_key(seq, branch), value, index=False))
+    ops.extend(index_ops(messages, thread_id, first_seq, branch))
     return ops
+
+
+def archive_key(seq: int, branch: str = ROOT_BRANCH) -> str:
+    """Archive key of sequence number ``seq`` on ``branch``."""
+    return branch_key(branch, seq_key(seq))
 
 
 def thread_registry_op(
@@ -213,6 +240,7 @@ def thread_registry_op(
         "archived_messages": record["observed_message_count"],
         "window_messages": window_size,
         "generation": record["generation"],
+        "branches": [list(s) for s in segments_of(record)],
     }
     return PutOp(threads_ns(record["resource_id"]), record["thread_id"], value, index=False)
 
@@ -246,20 +274,47 @@ def archived_message(item: Item) -> BaseMessage:
     return load_messages([item.value["message"]])[0]
 
 
-def archive_get_op(thread_id: str, seq: int) -> GetOp:
-    """Get op for the archived message at sequence number ``seq``."""
-    return GetOp(archive_ns(thread_id), seq_key(seq))
+def archive_get_op(thread_id: str, seq: int, branch: str = ROOT_BRANCH) -> GetOp:
+    """Get op for the archived message at sequence number ``seq`` on ``branch``."""
+    return GetOp(archive_ns(thread_id), archive_key(seq, branch))
+
+
+FIND_LIMIT = 50
+"""Copies of one message id looked at by a scan (one per branch that archived it)."""
 
 
 def archive_find_op(thread_id: str, message_id: str) -> SearchOp:
     """Search op finding an archived message by id (for threads without a message index)."""
-    return SearchOp(archive_ns(thread_id), filter={"id": message_id}, limit=1)
+    return SearchOp(archive_ns(thread_id), filter={"id": message_id}, limit=FIND_LIMIT)
 
 
-def msgindex_get_ops(thread_id: str, message_id: str) -> list[GetOp]:
-    """Get ops for a message's index entry and the thread's "indexed" marker, in that order."""
+def on_path(value: Mapping[str, Any], segments: Sequence[tuple[str, int]]) -> bool:
+    """Whether an archive item belongs to the branch path ``segments`` (not another branch)."""
+    seq = value.get("seq")
+    branch = value.get("branch") or ROOT_BRANCH
+    return isinstance(seq, int) and branch_at(segments, seq) == branch
+
+
+def msgindex_get_ops(
+    thread_id: str, message_id: str, segments: Sequence[tuple[str, int]] = ((ROOT_BRANCH, 0),)
+) -> list[GetOp]:
+    """Get ops for a message's index entry on each branch of ``segments``, then the marker."""
     ns = msgindex_ns(thread_id)
-    return [GetOp(ns, message_id), GetOp(ns, INDEX_MARKER)]
+    branches = list(dict.fromkeys(b for b, _ in segments))
+    return [GetOp(ns, branch_key(b, message_id)) for b in branches] + [GetOp(ns, INDEX_MARKER)]
+
+
+def indexed_seq(items: Sequence[Item | None], segments: Sequence[tuple[str, int]]) -> int | None:
+    """The sequence number an index lookup gives, when it lies on its branch's part of the path.
+
+    ``items`` are the results of :func:`msgindex_get_ops` without the marker.
+    """
+    branches = list(dict.fromkeys(b for b, _ in segments))
+    for branch, item in zip(branches, items, strict=False):
+        seq = item.value.get("seq") if item is not None else None
+        if isinstance(seq, int) and branch_at(segments, seq) == branch:
+            return seq
+    return None
 
 
 def registry_get_op(resource_id: str | None, thread_id: str) -> GetOp:
@@ -284,15 +339,20 @@ def search_op(
 
 def msgindex_ns(thread_id: str) -> tuple[str, ...]:
     """Namespace of a thread's message-id → sequence-number index."""
-    return (ROOT, "msgindex", thread_id)
+    return (ROOT, "msgindex", thread_label(thread_id))
 
 
 def search_ns(resource_id: str | None) -> tuple[str, ...]:
     """Namespace of a resource's vector-search documents."""
-    return (ROOT, "search", resource_id or NO_RESOURCE)
+    return (ROOT, "search", resource_label(resource_id))
 
 
-def index_ops(messages: Sequence[BaseMessage], thread_id: str, first_seq: int) -> list[PutOp]:
+def index_ops(
+    messages: Sequence[BaseMessage],
+    thread_id: str,
+    first_seq: int,
+    branch: str = ROOT_BRANCH,
+) -> list[PutOp]:
     """Put ops that let recall find an archived message by id in one lookup.
 
     Write them in the same batch as :func:`langchain_om._plans.storage.archive_ops` with the same
@@ -303,11 +363,17 @@ def index_ops(messages: Sequence[BaseMessage], thread_id: str, first_seq: int) -
         messages: the messages being archived, in order.
         thread_id: their thread.
         first_seq: the sequence number of ``messages[0]`` in the archive.
+        branch: the archive branch they go on.
     """
     ops = [
-        PutOp(msgindex_ns(thread_id), str(m.id), {"seq": first_seq + offset}, index=False)
+        PutOp(
+            msgindex_ns(thread_id),
+            branch_key(branch, str(m.id)),
+            {"seq": first_seq + offset, "branch": branch},
+            index=False,
+        )
         for offset, m in enumerate(messages)
-        if m.id and m.id != INDEX_MARKER
+        if m.id and m.id not in (INDEX_MARKER, LATEST_KEY)
     ]
     if first_seq == 0:
         ops.append(PutOp(msgindex_ns(thread_id), INDEX_MARKER, {"complete": True}, index=False))
@@ -321,6 +387,7 @@ def search_index_ops(
     messages: Sequence[BaseMessage] = (),
     first_seq: int = 0,
     groups: Sequence[ObservationGroup] = (),
+    branch: str = ROOT_BRANCH,
 ) -> list[PutOp]:
     """Put ops for the vector index: archived messages and observation groups.
 
@@ -335,6 +402,7 @@ def search_index_ops(
         messages: archived messages, in order (empty ones are skipped).
         first_seq: the archive sequence number of ``messages[0]``.
         groups: new observation groups (observations or reflections).
+        branch: the archive branch the messages are on.
     """
     ns = search_ns(resource_id)
     ops: list[PutOp] = []
@@ -354,7 +422,8 @@ def search_index_ops(
             "role": message.type,
             "ts": _message_ts(message),
         }
-        ops.append(PutOp(ns, f"m:{thread_id}:{seq_key(seq)}", value, index=_once(value, seen)))
+        key = f"m:{thread_id}:{archive_key(seq, branch)}"
+        ops.append(PutOp(ns, key, value, index=_once(value, seen)))
     for group in groups:
         text = group["text"].strip()
         if not text:
@@ -397,16 +466,26 @@ def observed_ops(
     after: OMRecord,
     vector: bool,
 ) -> list[PutOp]:
-    """Everything written when ``batch`` is observed.
+    """Everything written when ``batch`` is observed, on the branch ``after`` names.
 
-    That is the archive, the message index, the thread registry and, with ``vector``, search
-    documents for the messages and for the groups ``after`` added.
+    That is the archive, the message index, the thread registry, the thread's latest branch
+    path and, with ``vector``, search documents for the messages and the groups ``after``
+    added. Use :func:`observed_plan`, which first moves a forked record to a new branch.
     """
     first_seq = before["observed_message_count"]
+    segments = segments_of(after)
+    branch = branch_at(segments, first_seq)
+    thread_id = before["thread_id"]
     ops = archive_ops(
-        batch, thread_id=before["thread_id"], resource_id=before["resource_id"], first_seq=first_seq
+        batch,
+        thread_id=thread_id,
+        resource_id=before["resource_id"],
+        first_seq=first_seq,
+        branch=branch,
     )
     ops.append(thread_registry_op(after))
+    latest = {"branches": [list(s) for s in segments], "count": after["observed_message_count"]}
+    ops.append(PutOp(msgindex_ns(thread_id), LATEST_KEY, latest, index=False))
     if vector:
         known = {g["id"] for g in before["groups"]}
         ops.extend(
@@ -416,9 +495,45 @@ def observed_ops(
                 messages=batch,
                 first_seq=first_seq,
                 groups=[g for g in after["groups"] if g["id"] not in known],
+                branch=branch,
             )
         )
     return ops
+
+
+def observed_plan(
+    batch: Sequence[BaseMessage],
+    *,
+    before: OMRecord,
+    after: OMRecord,
+    vector: bool,
+    extra: Sequence[Op] = (),
+) -> Plan[OMRecord]:
+    """Write :func:`observed_ops` (and ``extra`` in the same batch); returns ``after``.
+
+    When the archive slots ``batch`` would take already hold other messages, the record is
+    a checkpoint fork (or an old checkpoint resumed): ``after`` moves to a new branch at its
+    cursor, so no branch overwrites another's messages.
+    """
+    first_seq = before["observed_message_count"]
+    segments = segments_of(before)
+    branch = branch_at(segments, first_seq)
+    thread_id = before["thread_id"]
+    slots = yield StoreBatch(
+        [archive_get_op(thread_id, first_seq + k, branch) for k in range(len(batch))]
+    )
+    taken = any(
+        item is not None and (message.id is None or item.value.get("id") != message.id)
+        for item, message in zip(slots, batch, strict=True)
+    )
+    if taken:
+        after = dict(after)  # type: ignore[assignment]
+        after["branches"] = [list(s) for s in fork(segments, new_id(), first_seq)]
+    elif "branches" in before:
+        after = dict(after)  # type: ignore[assignment]
+        after["branches"] = [list(s) for s in segments]
+    yield StoreBatch([*observed_ops(batch, before=before, after=after, vector=vector), *extra])
+    return after
 
 
 def reflected_ops(before: OMRecord, after: OMRecord, *, vector: bool) -> list[PutOp]:
@@ -435,11 +550,35 @@ def reflected_ops(before: OMRecord, after: OMRecord, *, vector: bool) -> list[Pu
 FORGET_PAGE = 500
 
 
+def thread_owner_plan(thread_id: str) -> Plan[tuple[bool, str | None]]:
+    """``(found, owner)``: whether the store holds the thread, and the resource it belongs to.
+
+    The standalone state's record names the owner; a graph thread (no state) is known by its
+    archive, whose items name the resource they were archived for.
+    """
+    state, first = yield StoreBatch([state_get_op(thread_id), archive_get_op(thread_id, 0)])
+    record, _ = unpack_state(state)
+    if record is not None:
+        return True, record.get("resource_id")
+    if first is not None:
+        return True, first.value.get("resource_id")
+    return False, None
+
+
 def forget_plan(thread_id: str, resource_id: str | None) -> Plan[None]:
     """A plan deleting everything stored for a thread (archive, indexes, buffers, state).
 
-    Yields ``StoreBatch`` effects.
+    ``resource_id`` ``None`` forgets the thread for whoever owns it. Yields ``StoreBatch``
+    effects.
+
+    Raises:
+        OMUsageError: ``resource_id`` is given and the thread belongs to another resource.
     """
+    yield from migrate_legacy_plan(thread_id, resource_id)
+    found, owner = yield from thread_owner_plan(thread_id)
+    check_owner(owner, thread_id=thread_id, resource_id=resource_id, found=found)
+    if resource_id is None:
+        resource_id = owner
     for ns in (
         archive_ns(thread_id),
         msgindex_ns(thread_id),
@@ -466,17 +605,46 @@ READ_PAGE = 1000
 """Items read per batch when a read pages through a namespace."""
 
 
-def archived_messages_plan(thread_id: str) -> Plan[list[BaseMessage]]:
-    """A plan reading every archived message of a thread, oldest first."""
-    items: list[Item] = []
-    while True:
-        (page,) = yield StoreBatch(
-            [SearchOp(archive_ns(thread_id), limit=READ_PAGE, offset=len(items))]
+def archived_messages_plan(
+    thread_id: str, record: Mapping[str, Any] | None = None
+) -> Plan[list[BaseMessage]]:
+    """A plan reading the archived messages of a thread's branch, oldest first.
+
+    The branch is ``record``'s (a graph state's ``om_record``); without one, the standalone
+    record's, else the branch the thread archived last.
+    """
+    yield from migrate_legacy_plan(thread_id, None)
+    if record is None:
+        state, latest = yield StoreBatch(
+            [state_get_op(thread_id), GetOp(msgindex_ns(thread_id), LATEST_KEY)]
         )
-        items.extend(page)
-        if len(page) < READ_PAGE:
-            break
-    return [archived_message(item) for item in sorted(items, key=lambda i: i.key)]
+        record, _ = unpack_state(state)
+        if record is None and latest is not None:
+            record = {
+                "branches": latest.value.get("branches"),
+                "observed_message_count": latest.value.get("count"),
+            }
+    count = record.get("observed_message_count") if record is not None else None
+    if not isinstance(count, int):  # archived before counts were kept: the root branch
+        items: list[Item] = []
+        while True:
+            (page,) = yield StoreBatch(
+                [SearchOp(archive_ns(thread_id), limit=READ_PAGE, offset=len(items))]
+            )
+            items.extend(page)
+            if len(page) < READ_PAGE:
+                break
+        roots = [i for i in items if (i.value.get("branch") or ROOT_BRANCH) == ROOT_BRANCH]
+        return [archived_message(item) for item in sorted(roots, key=lambda i: i.key)]
+    segments = segments_of(record)
+    out: list[BaseMessage] = []
+    for start in range(0, count, READ_PAGE):
+        seqs = range(start, min(start + READ_PAGE, count))
+        found = yield StoreBatch(
+            [archive_get_op(thread_id, q, branch_at(segments, q)) for q in seqs]
+        )
+        out.extend(archived_message(item) for item in found if item is not None)
+    return out
 
 
 def thread_ids_plan() -> Plan[list[str]]:
@@ -490,9 +658,63 @@ def thread_ids_plan() -> Plan[list[str]]:
         found.extend(page)
         if len(page) < READ_PAGE:
             break
-    candidates = sorted({ns[2] for ns in found if len(ns) > 2})
+    labels = sorted({ns[2] for ns in found if len(ns) > 2})
     # Some stores keep a namespace after its last item is deleted: check the state is there.
-    if not candidates:
+    if not labels:
         return []
-    states = yield StoreBatch([state_get_op(t) for t in candidates])
-    return [t for t, item in zip(candidates, states, strict=True) if item is not None]
+    states = yield StoreBatch([GetOp((ROOT, "state", label), "current") for label in labels])
+    threads: list[str] = []
+    for label, item in zip(labels, states, strict=True):
+        if item is None:
+            continue
+        record, _ = unpack_state(item)
+        thread = decode_label(label)
+        if thread is None and record is not None:  # the digest label of a very long id
+            thread = str(record.get("thread_id"))
+        if thread is not None:
+            threads.append(thread)
+    return sorted(set(threads))
+
+
+def _move_plan(
+    old: tuple[str, ...], new: tuple[str, ...], flt: dict[str, Any] | None
+) -> Plan[None]:
+    """Move a namespace's items (those matching ``flt``) to another namespace.
+
+    Search documents are indexed again (``index=None``: the store's configured fields).
+    """
+    index: Literal[False] | None = None if new[1] == "search" else False
+    while old != new:
+        (items,) = yield StoreBatch([SearchOp(old, filter=flt, limit=READ_PAGE)])
+        if not items:
+            return
+        ops: list[Op] = [PutOp(new, i.key, i.value, index=index) for i in items]
+        ops.extend(PutOp(old, i.key, None) for i in items)
+        yield StoreBatch(ops)
+
+
+def after_migration(thread_id: str, resource_id: str | None, plan: Plan[T]) -> Plan[T]:
+    """``plan``, run after :func:`migrate_legacy_plan` for its thread."""
+    yield from migrate_legacy_plan(thread_id, resource_id)
+    return (yield from plan)
+
+
+def migrate_legacy_plan(thread_id: str, resource_id: str | None) -> Plan[None]:
+    """Move a thread's data stored under its id before ids were encoded into labels.
+
+    Only ids starting with ``~`` (or longer than a label may be) changed label; for every other
+    id this yields nothing. Run it before reading or writing such a thread.
+    """
+    old_thread = legacy_label(thread_id)
+    old_resource = legacy_label(resource_id) if resource_id else None
+    if old_thread is not None:
+        for kind in ("archive", "msgindex", "buffer", "reflection", "state"):
+            yield from _move_plan(
+                (ROOT, kind, old_thread), (ROOT, kind, thread_label(thread_id)), None
+            )
+    if old_resource is not None:
+        flt = {"thread_id": thread_id}
+        for kind in ("threads", "search"):
+            yield from _move_plan(
+                (ROOT, kind, old_resource), (ROOT, kind, resource_label(resource_id)), flt
+            )

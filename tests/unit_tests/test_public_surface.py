@@ -136,6 +136,13 @@ PINNED: dict[str, list[str]] = {
         "local_model_available",
         "start_local_server",
     ],
+    "langchain_om.locks": [
+        "LocalThreadLock",
+        "PostgresThreadLock",
+        "SqliteThreadLock",
+        "ThreadLock",
+        "hold_async",
+    ],
     "langchain_om.offline": [
         "ExtractiveObserver",
         "OBSERVER_LABEL",

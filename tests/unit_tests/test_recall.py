@@ -449,7 +449,7 @@ def test_a_page_read_is_a_few_key_lookups_whatever_the_archive_size() -> None:
         assert not any(isinstance(op, SearchOp) for op in ops)
         costs.append((len(store.batches), len(ops)))
     assert costs[0] == costs[1]
-    assert costs[0][1] <= 16
+    assert costs[0][1] <= 18  # the page (10 + 1 beyond), cursor, registry, owner check
 
 
 def test_an_unknown_cursor_in_indexed_threads_costs_no_scan() -> None:
@@ -854,8 +854,8 @@ def test_index_ops_map_ids_to_sequence_numbers() -> None:
         [HumanMessage("a", id="x"), HumanMessage("b"), HumanMessage("c", id="z")], "t", 7
     )
     assert [(op.namespace, op.key, op.value) for op in ops] == [
-        (("langchain_om", "msgindex", "t"), "x", {"seq": 7}),
-        (("langchain_om", "msgindex", "t"), "z", {"seq": 9}),
+        (("langchain_om", "msgindex", "t"), "x", {"seq": 7, "branch": ""}),
+        (("langchain_om", "msgindex", "t"), "z", {"seq": 9, "branch": ""}),
     ]
     first = index_ops([HumanMessage("a", id="x")], "t", 0)
     assert [op.key for op in first] == ["x", "langchain_om:indexed"]

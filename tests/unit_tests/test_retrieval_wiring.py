@@ -31,7 +31,7 @@ def test_observation_writes_the_message_index_and_search_documents() -> None:
     msgs = [HumanMessage("My flight is TP1351 to Lisbon", id="m1"), AIMessage("Noted", id="m2")]
     memory.observe(thread_id="t", messages=msgs, resource_id="u")
     index = {i.key: i.value for i in memory.store.search(msgindex_ns("t"), limit=10)}
-    assert index["m1"] == {"seq": 0} and index["m2"] == {"seq": 1}
+    assert index["m1"] == {"seq": 0, "branch": ""} and index["m2"] == {"seq": 1, "branch": ""}
     hits = memory.store.search(search_ns("u"), query="flight TP1351 Lisbon", limit=3)
     assert hits and hits[0].value["thread_id"] == "t"
     kinds = {h.value["kind"] for h in memory.store.search(search_ns("u"), limit=10)}

@@ -1,0 +1,84 @@
+"""Error summaries safe to show to end users: type, status code, a short redacted message.
+
+Events (``data-om-*-failed``) and hook payloads are streamed to UIs; a provider exception's
+text can hold an API key (``Incorrect API key provided: sk-live-…``), a bearer token or a URL
+with credentials. :func:`error_summary` keeps the error type, the HTTP status code when the
+exception has one, and at most :data:`MAX_MESSAGE_CHARS` of the message with such secrets
+masked. The full exception belongs only in the Python logger and the hook's ``error`` object.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["MASK", "MAX_MESSAGE_CHARS", "ErrorSummary", "error_summary", "redact_text"]
+
+MASK = "***"
+MAX_MESSAGE_CHARS = 200
+"""Longest redacted message kept in an event."""
+
+_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # scheme://user:password@host -> scheme://***@host
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/@:]*:[^\s/@]*@"), rf"\1{MASK}@"),
+    # Authorization: Bearer <token>, Basic <token>
+    (re.compile(r"(?i)\b(bearer|basic|token)(\s+|=|:\s*)[A-Za-z0-9._~+/=\-]{8,}"), rf"\1\2{MASK}"),
+    # provider keys: sk-..., sk-proj-..., sk-ant-..., gsk_..., xai-..., AIza..., hf_...
+    (
+        re.compile(
+            r"\b(?:sk|rk|pk)[-_][A-Za-z0-9_\-]{6,}|\bgsk_[A-Za-z0-9]{8,}|\bxai-[A-Za-z0-9]{8,}"
+            r"|\bAIza[0-9A-Za-z_\-]{20,}|\bhf_[A-Za-z0-9]{8,}|\bgh[pousr]_[A-Za-z0-9]{16,}"
+            r"|\bAKIA[0-9A-Z]{12,}"
+        ),
+        MASK,
+    ),
+    # key=..., api_key: ..., password=..., secret=... in query strings or messages
+    (
+        re.compile(
+            r"(?i)\b((?:api[_-]?key|access[_-]?token|password|passwd|secret|client[_-]secret|key)"
+            r"\s*[=:]\s*)(['\"]?)[^\s'\"&,;]{4,}"
+        ),
+        rf"\1\2{MASK}",
+    ),
+    # long opaque tokens (JWTs, hex/base64 blobs of 32+ chars)
+    (re.compile(r"\b[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\b"), MASK),
+    (re.compile(r"\b[A-Za-z0-9+/_\-]{40,}={0,2}"), MASK),
+)
+
+
+def redact_text(text: str, *, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``text`` on one line with credentials masked, cut to ``limit`` characters."""
+    out = " ".join(text.split())
+    for pattern, repl in _PATTERNS:
+        out = pattern.sub(repl, out)
+    if len(out) > limit:
+        out = out[: max(limit - 1, 0)].rstrip() + "…"
+    return out
+
+
+@dataclass(frozen=True)
+class ErrorSummary:
+    """What an event or hook payload may say about an exception."""
+
+    type: str
+    status_code: int | None
+    message: str
+
+    def text(self) -> str:
+        """``Type (status 401): message`` — the form used in failed-cycle events."""
+        status = f" (status {self.status_code})" if self.status_code is not None else ""
+        return f"{self.type}{status}: {self.message}" if self.message else f"{self.type}{status}"
+
+
+def _status_code(exc: BaseException) -> int | None:
+    for owner in (exc, getattr(exc, "response", None)):
+        for name in ("status_code", "status", "http_status", "code"):
+            value = getattr(owner, name, None) if owner is not None else None
+            if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
+                return value
+    return None
+
+
+def error_summary(exc: BaseException) -> ErrorSummary:
+    """The type, HTTP status code (when known) and redacted short message of ``exc``."""
+    return ErrorSummary(type(exc).__name__, _status_code(exc), redact_text(str(exc)))
