@@ -552,6 +552,9 @@ def build_parser() -> argparse.ArgumentParser:
     inspect = sub.add_parser("inspect", parents=[common], help="show what memory holds")
     inspect.add_argument("--json", action="store_true", help="print the record and status as JSON")
     inspect.set_defaults(handler=cmd_inspect)
+    from langchain_om.eval.cli import add_eval_command
+
+    add_eval_command(sub)
     return parser
 
 
