@@ -272,7 +272,9 @@ def run_eval(
                 try:
                     key = (system, conv.id)
                     if key not in ingested:
-                        rec = _ingest_record(system, conv.id, held, seconds, full_tokens, counter)
+                        rec = _ingest_record(
+                            system, conv.id, held, seconds, full_tokens, counter, todo[0]
+                        )
                         writer.write(rec)
                         records.append(rec)
                         ingested[key] = rec
@@ -313,9 +315,15 @@ def _budget(
 
 
 def _ingest_record(
-    system: str, conv_id: str, held: Ingested, seconds: float, full_tokens: int, counter: Any
+    system: str,
+    conv_id: str,
+    held: Ingested,
+    seconds: float,
+    full_tokens: int,
+    counter: Any,
+    first: Question,
 ) -> dict[str, Any]:
-    probe = held.render(datetime.now(UTC))
+    probe = held.render(first.asked_at)
     return {
         "kind": "ingest",
         "system": system,
