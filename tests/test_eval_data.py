@@ -136,3 +136,10 @@ def test_sampling_is_seeded_and_keeps_file_order() -> None:
     assert len(draws) > 1  # the seed matters
     assert sample_questions(ds, None, seed=1) == ds.questions
     assert sample_questions(ds, 99, seed=1) == ds.questions
+
+
+def test_eval_api_is_sorted_and_resolves() -> None:
+    import langchain_om.eval as ev
+
+    assert ev.__all__ == sorted(ev.__all__)
+    assert all(getattr(ev, name) is not None for name in ev.__all__)

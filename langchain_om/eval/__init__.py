@@ -41,8 +41,10 @@ One JSON object a line; a line with a ``question`` key is a question, any other 
 
 Example:
     >>> from langchain_om.eval import locomo_score
-    >>> round(locomo_score("She moved to Porto", "Porto", 4), 2)
+    >>> round(locomo_score("Lisbon, Portugal", "Lisbon", 4), 2)
     0.67
+    >>> locomo_score("Porto", "Porto, Lisbon", 1)  # multi-hop: one of two parts
+    0.5
 """
 
 from __future__ import annotations
@@ -92,19 +94,19 @@ from langchain_om.eval.systems import FRONT_DOORS, SYSTEMS, Ingested, SystemSett
 
 __all__ = [
     "ANSWER_PROMPT",
-    "FORMATS",
-    "FRONT_DOORS",
-    "LOCOMO_CATEGORIES",
-    "SYSTEMS",
     "Conversation",
     "Dataset",
     "EvalDataError",
     "EvalRunError",
+    "FORMATS",
+    "FRONT_DOORS",
     "Ingested",
+    "LOCOMO_CATEGORIES",
     "MeteredChatModel",
     "Question",
     "ReplayModel",
     "RunSettings",
+    "SYSTEMS",
     "Session",
     "SystemSettings",
     "Turn",

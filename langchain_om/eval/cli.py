@@ -25,6 +25,9 @@ __all__ = ["add_eval_command", "cmd_eval"]
 SCRIPTED_THRESHOLDS = (200, 400)
 """(message_tokens, observation_tokens) with ``--scripted``: the small fixtures observe."""
 LOCAL_CONTEXT = 8192
+DEFAULT_WINDOW = 128_000
+LOCAL_THRESHOLDS = (1_500, 2_500)
+"""(message_tokens, observation_tokens) with the local model: its prompts fit its window."""
 
 EPILOG = """examples:
   langchain-om eval --format locomo --data examples/data/eval/locomo_synthetic.json --scripted
@@ -76,7 +79,10 @@ def add_eval_command(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--message-tokens", type=_positive, help="OM observes above this")
     parser.add_argument("--observation-tokens", type=_positive, help="OM reflects above this")
     parser.add_argument(
-        "--context-window", type=_positive, default=128_000, help="answer model window (full)"
+        "--context-window",
+        type=_positive,
+        help="the answer model's window in tokens: full is cut to it (default: the model "
+        f"profile's max_input_tokens, else {DEFAULT_WINDOW:,})",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="more output")
     parser.add_argument("--slow-ms", type=int, default=None, help=argparse.SUPPRESS)
@@ -95,6 +101,7 @@ def _models(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
             "summarizer": scripted_summarizer(),
             "judge": scripted_judge(),
             "thresholds": SCRIPTED_THRESHOLDS,
+            "local": False,
         }
         return
     if not args.model:
@@ -104,7 +111,12 @@ def _models(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
         specs["judge"] = args.judge_model
     with contextlib.ExitStack() as stack:
         server = None
-        built: dict[str, Any] = {"thresholds": None, "summarizer": None, "judge": None}
+        built: dict[str, Any] = {
+            "thresholds": None,
+            "summarizer": None,
+            "judge": None,
+            "local": False,
+        }
         for role, spec in specs.items():
             if spec == "local":
                 if server is None:
@@ -117,12 +129,19 @@ def _models(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
 
                 built[role] = resolve_model_string(spec)
         if server is not None:
-            built["thresholds"] = (2000, 3000)
+            built["thresholds"] = LOCAL_THRESHOLDS
+            built["local"] = True
         yield built
 
 
+def _profile_window(model: Any) -> int:
+    profile = getattr(model, "profile", None) or {}
+    value = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+    return int(value) if isinstance(value, int) and value > 0 else DEFAULT_WINDOW
+
+
 def _identity(
-    args: argparse.Namespace, systems: list[str], thresholds: tuple[int, int]
+    args: argparse.Namespace, systems: list[str], thresholds: tuple[int, int], window: int
 ) -> dict[str, Any]:
     return {
         "format": args.format,
@@ -134,7 +153,7 @@ def _identity(
         "front_door": args.front_door,
         "message_tokens": thresholds[0],
         "observation_tokens": thresholds[1],
-        "context_window": args.context_window,
+        "context_window": window,
         "limit": args.limit,
         "seed": args.seed,
     }
@@ -150,13 +169,16 @@ def cmd_eval(args: argparse.Namespace, console: Any = None) -> int:
             args.message_tokens or defaults[0],
             args.observation_tokens or defaults[1],
         )
+        window = args.context_window or _profile_window(models["answer"])
+        if models["local"]:
+            window = min(window, LOCAL_CONTEXT - 1_000)
         counter = get_default_counter()
         shared = SystemSettings(
             memory_model=models["memory"],
             counter=counter,
             message_tokens=thresholds[0],
             observation_tokens=thresholds[1],
-            context_window=args.context_window,
+            context_window=window,
             front_door=args.front_door,
             summarizer=models["summarizer"],
         )
@@ -172,7 +194,7 @@ def cmd_eval(args: argparse.Namespace, console: Any = None) -> int:
             judge_model=judge,
             limit=args.limit,
             seed=args.seed,
-            identity=_identity(args, systems, thresholds),
+            identity=_identity(args, systems, thresholds, window),
         )
         records = run_eval(dataset, settings, progress=None)
     report = write_reports(records, out)

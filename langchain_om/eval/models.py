@@ -78,6 +78,11 @@ class MeteredChatModel(BaseChatModel):
     _meter: Meter = PrivateAttr(default_factory=Meter)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
+    @classmethod
+    def wrap(cls, model: BaseChatModel, counter: TokenCounter | None = None) -> MeteredChatModel:
+        """Meter ``model`` (its profile is kept, so memory sees the same model limits)."""
+        return cls(inner=model, counter=counter, profile=getattr(model, "profile", None))
+
     @property
     def meter(self) -> Meter:
         """What was spent so far (a copy)."""

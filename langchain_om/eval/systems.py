@@ -185,7 +185,7 @@ def _window(conv: Conversation, settings: SystemSettings, budget: int) -> Ingest
 def _memory(settings: SystemSettings, clock: Clock) -> tuple[Any, MeteredChatModel]:
     from langchain_om.engine import ObservationalMemory
 
-    metered = MeteredChatModel(inner=settings.memory_model, counter=settings.counter)
+    metered = MeteredChatModel.wrap(settings.memory_model, settings.counter)
     options = dict(settings.om_options)
     observation = {"message_tokens": settings.message_tokens, **options.pop("observation", {})}
     reflection = {
@@ -287,9 +287,7 @@ def _summarization(conv: Conversation, settings: SystemSettings) -> Ingested:
     from langchain.agents.middleware import SummarizationMiddleware
     from langgraph.checkpoint.memory import InMemorySaver
 
-    metered = MeteredChatModel(
-        inner=settings.summarizer or settings.memory_model, counter=settings.counter
-    )
+    metered = MeteredChatModel.wrap(settings.summarizer or settings.memory_model, settings.counter)
     middleware = SummarizationMiddleware(
         model=metered,
         trigger=("tokens", settings.message_tokens),
