@@ -15,7 +15,7 @@ import os
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -267,7 +267,13 @@ def run_eval(
                 show.show(f"{system} reads {conv.id}")
                 budget = _budget(system, conv.id, ingested, settings.systems_settings)
                 start = time.perf_counter()
-                held = ingest(system, conv, settings.systems_settings, budget=budget)
+                held = ingest(
+                    system,
+                    conv,
+                    settings.systems_settings,
+                    budget=budget,
+                    progress=_reading(show, system, conv.id),
+                )
                 seconds = time.perf_counter() - start
                 try:
                     key = (system, conv.id)
@@ -291,6 +297,13 @@ def run_eval(
     finally:
         writer.close()
     return records
+
+
+def _reading(show: Progress, system: str, conv_id: str) -> Callable[[int, int], None]:
+    def note(done: int, total: int) -> None:
+        show.show(f"{system} reads {conv_id} ({done}/{total} turns)")
+
+    return note
 
 
 def _now() -> str:

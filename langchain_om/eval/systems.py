@@ -49,6 +49,7 @@ __all__ = [
 ]
 
 SYSTEMS = ("om", "full", "window", "summarization")
+_Progress = Callable[[int, int], None]
 FRONT_DOORS = ("agent", "graph", "standalone")
 
 
@@ -203,7 +204,7 @@ def _memory(settings: SystemSettings, clock: Clock) -> tuple[Any, MeteredChatMod
     return memory, metered
 
 
-def _om(conv: Conversation, settings: SystemSettings) -> Ingested:
+def _om(conv: Conversation, settings: SystemSettings, progress: _Progress) -> Ingested:
     clock = Clock(conv.turns[0].timestamp if conv.turns else datetime.now(UTC))
     memory, metered = _memory(settings, clock)
     by_id = {t.id: t for t in conv.turns}
@@ -214,6 +215,7 @@ def _om(conv: Conversation, settings: SystemSettings) -> Ingested:
             if session.turns:
                 clock.now = session.turns[-1].timestamp
                 memory.observe(thread_id=conv.id, messages=[_message(t) for t in session.turns])
+                progress(conv.turns.index(session.turns[-1]) + 1, len(conv.turns))
         memory.wait_for_background()
         snap = memory.status(thread_id=conv.id)
         record, window = snap.record, list(snap.window)
@@ -227,17 +229,18 @@ def _om(conv: Conversation, settings: SystemSettings) -> Ingested:
             runnable.invoke({"messages": [_message(t) for t in step.inputs]}, thread)
             memory.wait_for_background()
             replay.check_done()
+            progress(conv.turns.index(step.reply) + 1, len(conv.turns))
         state = runnable.get_state(thread).values
         window = [m for m in state.get("messages", []) if m.type != "system"]
-        # The question arrives: memory takes the step the agent's next model call would take.
-        clock.now = conv.turns[-1].timestamp
-        outcome = memory.step(
-            thread_id=conv.id,
-            window=window + [_message(t) for t in tail],
-            record=state.get("om_record"),
-        )
-        memory.wait_for_background()
-        record, window, tail = outcome.record, list(outcome.window), []
+        record = state.get("om_record")
+        if conv.turns:
+            # The question arrives: memory takes the step the agent's next model call would.
+            clock.now = conv.turns[-1].timestamp
+            outcome = memory.step(
+                thread_id=conv.id, window=window + [_message(t) for t in tail], record=record
+            )
+            memory.wait_for_background()
+            record, window, tail = outcome.record, list(outcome.window), []
 
     def render(when: datetime) -> str:
         clock.now = when
@@ -282,7 +285,7 @@ def _om_runnable(front_door: str, memory: Any, replay: ReplayModel) -> Any:
     return builder.compile(checkpointer=memory.checkpointer, store=memory.store)
 
 
-def _summarization(conv: Conversation, settings: SystemSettings) -> Ingested:
+def _summarization(conv: Conversation, settings: SystemSettings, progress: _Progress) -> Ingested:
     from langchain.agents import create_agent
     from langchain.agents.middleware import SummarizationMiddleware
     from langgraph.checkpoint.memory import InMemorySaver
@@ -304,6 +307,7 @@ def _summarization(conv: Conversation, settings: SystemSettings) -> Ingested:
         replay.push(_message(step.reply))  # type: ignore[arg-type]
         agent.invoke({"messages": [_message(t) for t in step.inputs]}, thread)
         replay.check_done()
+        progress(conv.turns.index(step.reply) + 1, len(conv.turns))
     messages = list(agent.get_state(thread).values.get("messages", [])) if steps else []
     messages += [_message(t) for t in tail]
     # The question arrives: the middleware's hook runs as before the next model call.
@@ -320,7 +324,12 @@ def _summarization(conv: Conversation, settings: SystemSettings) -> Ingested:
 
 
 def ingest(
-    system: str, conv: Conversation, settings: SystemSettings, *, budget: int | None = None
+    system: str,
+    conv: Conversation,
+    settings: SystemSettings,
+    *,
+    budget: int | None = None,
+    progress: _Progress | None = None,
 ) -> Ingested:
     """Read ``conv`` into ``system``.
 
@@ -329,12 +338,14 @@ def ingest(
         conv: the conversation.
         settings: what the systems share.
         budget: the token budget of ``window`` (OM's context size for this conversation).
+        progress: called with (turns read, turns) as the conversation is read.
 
     Raises:
         ValueError: an unknown system, or ``window`` without a budget.
     """
+    report = progress or (lambda done, total: None)
     if system == "om":
-        return _om(conv, settings)
+        return _om(conv, settings, report)
     if system == "full":
         return _full(conv, settings)
     if system == "window":
@@ -342,5 +353,5 @@ def ingest(
             raise ValueError("the window system needs a token budget")
         return _window(conv, settings, budget)
     if system == "summarization":
-        return _summarization(conv, settings)
+        return _summarization(conv, settings, report)
     raise ValueError(f"unknown system {system!r}: use {', '.join(SYSTEMS)}")
