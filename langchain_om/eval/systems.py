@@ -10,7 +10,8 @@ model is shown (:class:`Ingested`):
   through the agent and the graph, memory first takes the step the next model call (the
   question's turn) would take.
 - ``full``: the whole history, cut from the front to the model's context window.
-- ``window``: the most recent messages that fit the same token budget as OM's context.
+- ``window``: the most recent messages that fit the same token budget as OM's context (when
+  ``om`` is not in the run: ``message_tokens + observation_tokens``, OM's ceiling).
 - ``summarization``: LangChain's ``SummarizationMiddleware`` in a ``create_agent`` agent,
   triggered at OM's ``message_tokens`` and keeping a fifth of that (as OM keeps about a fifth
   of its threshold unobserved after an activation); the context is the agent's messages when
