@@ -296,3 +296,31 @@ def test_torn_last_record_is_cut(tmp_path: Path) -> None:
     path.write_text('{"kind": "run"}\n{"kind": "answer", "sys')
     assert read_records(path) == [{"kind": "run"}]
     assert path.read_text() == '{"kind": "run"}\n'
+
+
+def test_jsonl_through_the_standalone_front_door(tmp_path: Path) -> None:
+    out = tmp_path / "jsonl"
+    args = [
+        "eval",
+        "--format",
+        "jsonl",
+        "--data",
+        str(DATA / "transcript.jsonl"),
+        "--systems",
+        "om,full",
+        "--scripted",
+        "--front-door",
+        "standalone",
+        "--message-tokens",
+        "50",
+        "--out",
+        str(out),
+    ]
+    assert main(args) == 0
+    records = read_records(out / "records.jsonl")
+    om = next(r for r in records if r["kind"] == "ingest" and r["system"] == "om")
+    assert om["front_door"] == "standalone"
+    assert om["observed_messages"] == 8 and om["window_messages"] == 0  # every session observed
+    assert records[0]["identity"]["front_door"] == "standalone"
+    full = {a["question_id"]: a for a in records if a.get("system") == "full" and "scores" in a}
+    assert full["trip-q3"]["scores"]["f1"] == 1.0  # abstention: nothing about a seat
