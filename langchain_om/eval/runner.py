@@ -149,9 +149,10 @@ class Progress:
         self.start = time.monotonic()
         self.tty = bool(getattr(self.out, "isatty", lambda: False)())
         self._last_line = -1
+        self._printed = self.start
 
     def show(self, note: str) -> None:
-        """Redraw (terminal) or print every 10% (log file)."""
+        """Redraw (terminal), or print every 10% of answers and every 30 s (log file)."""
         elapsed = int(time.monotonic() - self.start)
         width = 24
         filled = width * self.done // max(self.total, 1)
@@ -165,8 +166,10 @@ class Progress:
             return
         step = max(1, self.total // 10)
         bucket = self.done // step
-        if bucket != self._last_line or self.done == self.total:
+        now = time.monotonic()
+        if bucket != self._last_line or self.done == self.total or now - self._printed >= 30:
             self._last_line = bucket
+            self._printed = now
             print(line, file=self.out, flush=True)
 
     def finish(self) -> None:
