@@ -181,6 +181,8 @@ def cmd_eval(args: argparse.Namespace, console: Any = None) -> int:
             context_window=window,
             front_door=args.front_door,
             summarizer=models["summarizer"],
+            # The local model serves one call at a time: observe in the turn, not ahead of it.
+            om_options={"observation": {"buffer_tokens": False}} if models["local"] else {},
         )
         judge: BaseChatModel | None = models["judge"]
         if args.format != "longmemeval" and not args.judge_model:
