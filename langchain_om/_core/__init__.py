@@ -24,4 +24,5 @@ Modules:
     labels: thread/resource ids as store namespace labels.
     sanitize: NUL and lone surrogates replaced for storage.
     backoff: damping failed cycles across turns.
+    structured: the schema of structured Observer/Reflector replies and their text rendering.
 """
