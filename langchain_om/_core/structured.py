@@ -10,16 +10,22 @@ Observations are grouped under one header per date, dates in calendar order.
 
 :func:`structured_from_observations` reads a well-formed log back into observations (for
 tests and conversions); it raises on lines the schema cannot hold.
+
+:func:`lenient_structured` reads a reply that failed strict validation (an observation with
+time ``25:00`` fails the whole reply) keeping its valid observations, and says how many it
+dropped; :data:`STRUCTURED_OBSERVER_NOTE` and :data:`STRUCTURED_REFLECTOR_NOTE` end the system
+prompt in structured mode, mapping the prompt's tagged sections to the schema's fields.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date as Date
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from langchain_om._core.dates import format_date, parse_date_header
 from langchain_om._core.degenerate import is_degenerate
@@ -34,11 +40,15 @@ from langchain_om._core.observer import (
 
 __all__ = [
     "PRIORITY_MARKS",
+    "STRUCTURED_OBSERVER_NOTE",
+    "STRUCTURED_REFLECTOR_NOTE",
     "ExtractedValue",
     "StructuredObservation",
     "StructuredObserverOutput",
     "StructuredReflectorOutput",
+    "lenient_structured",
     "render_structured",
+    "reply_data",
     "structured_from_observations",
     "structured_to_text",
 ]
@@ -248,3 +258,69 @@ def structured_from_observations(observations: str) -> list[StructuredObservatio
             )
         )
     return out
+
+
+_NOTE = """\
+## Answer format for this call
+
+Answer by filling the JSON schema you are given, not with tags. Each observation is one \
+object: `date` (YYYY-MM-DD, from the messages), `time` (HH:MM, 24-hour), `priority` \
+(high, medium, low or done, as the priorities above), `text` (what happened, one line, with \
+names, numbers and dates exactly as written) and optional `details`."""
+
+STRUCTURED_OBSERVER_NOTE = (
+    _NOTE
+    + """ The sections the task asks for are fields: <observations> is `observations`, \
+<current-task> is `current_task`, <suggested-response> is `suggested_response`, \
+<thread-title> is `thread_title`, and any other named section is an item of `extracted` \
+(`name` and `value`). Leave out the fields the task does not ask for."""
+)
+"""Ends the Observer's system prompt when it answers the schema."""
+
+STRUCTURED_REFLECTOR_NOTE = (
+    _NOTE
+    + """ The consolidated log is `observations`; <current-task> is `current_task` and \
+<suggested-response> is `suggested_response`."""
+)
+"""Ends the Reflector's system prompt when it answers the schema."""
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+
+
+def reply_data(tool_args: Mapping[str, Any] | None, text: str) -> dict[str, Any] | None:
+    """The JSON object of a structured reply: its tool-call arguments, else its text as JSON.
+
+    Returns ``None`` when neither holds a JSON object.
+    """
+    if tool_args is not None:
+        return dict(tool_args)
+    fenced = _FENCE.match(text)
+    try:
+        data = json.loads(fenced.group(1) if fenced else text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def lenient_structured(
+    data: Mapping[str, Any], schema: type[StructuredReflectorOutput]
+) -> tuple[StructuredReflectorOutput, int]:
+    """``data`` as ``schema``, dropping the observations that do not validate.
+
+    Returns:
+        The answer and the number of observations dropped.
+
+    Raises:
+        ValidationError: the answer is invalid apart from its observations.
+    """
+    items = data.get("observations") or []
+    kept: list[StructuredObservation] = []
+    dropped = 0
+    for item in items if isinstance(items, list) else []:
+        try:
+            kept.append(StructuredObservation.model_validate(item))
+        except ValidationError:
+            dropped += 1
+    rest = {k: v for k, v in data.items() if k != "observations"}
+    output = schema.model_validate({**rest, "observations": []})
+    return output.model_copy(update={"observations": kept}), dropped
