@@ -55,7 +55,13 @@ from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import OMConfigError
 from langchain_om.retry import ModelAttempt
 
-__all__ = ["STRUCTURED_META_KEY", "adapt_attempt", "call_modes", "served_locally"]
+__all__ = [
+    "STRUCTURED_META_KEY",
+    "adapt_attempt",
+    "call_modes",
+    "rebind_structured",
+    "served_locally",
+]
 
 logger = logging.getLogger("langchain_om")
 
@@ -136,24 +142,43 @@ def _settings(attempt: ModelAttempt) -> dict[str, Any]:
     return {}
 
 
-def _rebind(runnable: Runnable[Any, Any], settings: dict[str, Any]) -> Runnable[Any, Any] | None:
-    """``runnable`` (a ``with_structured_output`` chain) with ``settings`` bound to its model."""
-    if not settings:
-        return runnable
-    if not isinstance(runnable, RunnableSequence):
+def rebind_structured(
+    chain: Runnable[Any, Any],
+    *,
+    settings: dict[str, Any] | None = None,
+    model: BaseChatModel | None = None,
+) -> Runnable[Any, Any] | None:
+    """A ``with_structured_output`` chain with ``settings`` bound to its model call.
+
+    ``model`` (when given) takes the place of the chain's model, keeping what the chain
+    binds to it (the schema as tools or ``response_format``); a wrapper that forwards call
+    options to the model it wraps uses this to keep the wrapped model's structured output.
+
+    Returns:
+        The new chain, or ``None`` when the chain is not the usual ``model.bind(...) | parser``
+        (or ``{"raw": model.bind(...)} | parser``) shape.
+    """
+    if not settings and model is None:
+        return chain
+    if not isinstance(chain, RunnableSequence):
         return None
-    first = runnable.first
+
+    def rebound(binding: RunnableBinding[Any, Any]) -> Runnable[Any, Any]:
+        target: Runnable[Any, Any] = binding.bound if model is None else model
+        return target.bind(**{**binding.kwargs, **(settings or {})})
+
+    first = chain.first
     if isinstance(first, RunnableBinding):
-        new_first: Runnable[Any, Any] = first.bind(**settings)
+        new_first: Runnable[Any, Any] = rebound(first)
     elif (
         isinstance(first, RunnableParallel)
         and list(first.steps__) == ["raw"]
         and isinstance(first.steps__["raw"], RunnableBinding)
     ):
-        new_first = RunnableParallel(raw=first.steps__["raw"].bind(**settings))
+        new_first = RunnableParallel(raw=rebound(first.steps__["raw"]))
     else:
         return None
-    return RunnableSequence(new_first, *runnable.middle, runnable.last)
+    return RunnableSequence(new_first, *chain.middle, chain.last)
 
 
 def _schema(role: Role) -> type[StructuredReflectorOutput]:
@@ -217,7 +242,7 @@ def _structured(attempt: ModelAttempt, role: Role, local: bool) -> Runnable[Any,
             f"{role} model {attempt.model_id} has no with_structured_output; set "
             f"{'observation' if role == 'observer' else 'reflection'}.output='text'."
         ) from exc
-    bound = _rebind(chain, _settings(attempt))
+    bound = rebind_structured(chain, settings=_settings(attempt))
     if bound is None:
         raise OMConfigError(
             f"{role} model {attempt.model_id}: its structured-output chain does not take the "

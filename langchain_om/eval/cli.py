@@ -87,6 +87,18 @@ def add_eval_command(subparsers: Any) -> argparse.ArgumentParser:
         help="the answer model's window in tokens: full is cut to it (default: the model "
         f"profile's max_input_tokens, else {DEFAULT_WINDOW:,})",
     )
+    parser.add_argument(
+        "--om-output",
+        choices=("text", "structured", "auto"),
+        default="text",
+        help="OM's observation.output and reflection.output (default text)",
+    )
+    parser.add_argument(
+        "--om-prompt",
+        choices=("default", "compact", "auto"),
+        default="default",
+        help="OM's observation.prompt (default: default)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="more output")
     parser.add_argument("--slow-ms", type=int, default=None, help=argparse.SUPPRESS)
     parser.set_defaults(handler=cmd_eval)
@@ -153,7 +165,17 @@ def _identity(
         "context_window": window,
         "limit": args.limit,
         "seed": args.seed,
+        "om_output": args.om_output,
+        "om_prompt": args.om_prompt,
     }
+
+
+def _om_options(args: argparse.Namespace, *, local: bool) -> dict[str, Any]:
+    observation: dict[str, Any] = {"output": args.om_output, "prompt": args.om_prompt}
+    if local:
+        # The local model serves one call at a time: observe in the turn, not ahead of it.
+        observation["buffer_tokens"] = False
+    return {"observation": observation, "reflection": {"output": args.om_output}}
 
 
 def cmd_eval(args: argparse.Namespace, console: Any = None) -> int:
@@ -178,8 +200,7 @@ def cmd_eval(args: argparse.Namespace, console: Any = None) -> int:
             context_window=window,
             front_door=args.front_door,
             summarizer=models["summarizer"],
-            # The local model serves one call at a time: observe in the turn, not ahead of it.
-            om_options={"observation": {"buffer_tokens": False}} if models["local"] else {},
+            om_options=_om_options(args, local=models["local"]),
         )
         judge: BaseChatModel | None = models["judge"]
         if args.format != "longmemeval" and not args.judge_model:

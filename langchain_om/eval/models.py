@@ -23,11 +23,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LangSmithParams
+from langchain_core.language_models import BaseChatModel, LangSmithParams, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
 from pydantic import ConfigDict, PrivateAttr
 
+from langchain_om._call_modes import rebind_structured
 from langchain_om._core.tokens import TokenCounter
 from langchain_om.eval.scoring import _stem, normalize_answer, token_f1
 from langchain_om.testing import FunctionChatModel, RecordedCall
@@ -97,8 +99,30 @@ class MeteredChatModel(BaseChatModel):
         return name if isinstance(name, str) else None
 
     @property
+    def openai_api_base(self) -> str | None:
+        """The wrapped model's base URL (memory tells local servers by it)."""
+        value = getattr(self.inner, "openai_api_base", None)
+        return value if isinstance(value, str) else None
+
+    @property
     def _llm_type(self) -> str:
         return str(self.inner._llm_type)
+
+    def with_structured_output(
+        self, schema: dict[str, Any] | type, **kwargs: Any
+    ) -> Runnable[LanguageModelInput, Any]:
+        """The wrapped model's structured output, its calls metered here.
+
+        Raises:
+            NotImplementedError: the wrapped model's chain has an unusual shape.
+        """
+        chain = self.inner.with_structured_output(schema, **kwargs)
+        metered = rebind_structured(chain, model=self)
+        if metered is None:
+            raise NotImplementedError(
+                f"cannot meter the structured output of {type(self.inner).__name__}"
+            )
+        return metered
 
     def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
         params: LangSmithParams = self.inner._get_ls_params(stop=stop, **kwargs)

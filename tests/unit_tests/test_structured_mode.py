@@ -28,6 +28,7 @@ from langchain_om._core.structured import (
 )
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import OMConfigError
+from langchain_om.eval import MeteredChatModel
 from langchain_om.testing import FunctionChatModel, RecordedCall, ScriptedChatModel, memory_model
 from tests.helpers import FIXED, build_agent, make_memory
 
@@ -273,3 +274,16 @@ def test_a_model_without_structured_output_names_the_fix() -> None:
     )
     with pytest.raises(Exception, match=r"observation\.output='text'"):
         memory.observe(thread_id="t", messages=[HumanMessage("Hi, I am Ana.", id="m")])
+
+
+def test_a_metered_model_keeps_structured_output_and_counts_its_calls() -> None:
+    inner = structured_model()
+    metered = MeteredChatModel.wrap(inner)
+    memory = make_memory(model=metered, observation=STRUCTURED)
+    memory.observe(thread_id="t", messages=[HumanMessage("I moved to Faro in May.", id="m")])
+    record = memory.status(thread_id="t").record
+    assert record is not None
+    assert "User said I moved to Faro in May." in log_text(record["groups"])
+    assert inner.last_call is not None and inner.last_call.structured_output is not None
+    assert metered.meter.calls == inner.call_count == 1
+    assert metered.openai_api_base is None
