@@ -24,9 +24,11 @@ from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages.ai import UsageMetadata
 from langchain_core.runnables import (
     Runnable,
     RunnableBinding,
+    RunnableConfig,
     RunnableLambda,
     RunnableParallel,
     RunnableSequence,
@@ -249,9 +251,44 @@ def _structured(attempt: ModelAttempt, role: Role, local: bool) -> Runnable[Any,
             f"role's model settings ({', '.join(sorted(_settings(attempt)))}); set "
             f"{'observation' if role == 'observer' else 'reflection'}.output='text'."
         )
-    return bound | RunnableLambda(
-        lambda out: _rendered(out, role, attempt.model_id), name="langchain_om_render"
-    )
+    model_id = attempt.model_id
+
+    def call(messages: Any, config: RunnableConfig) -> AIMessage:
+        try:
+            out = bound.invoke(messages, config)
+        except Exception as exc:
+            out = _cut_off(exc)
+        return _rendered(out, role, model_id)
+
+    async def acall(messages: Any, config: RunnableConfig) -> AIMessage:
+        try:
+            out = await bound.ainvoke(messages, config)
+        except Exception as exc:
+            out = _cut_off(exc)
+        return _rendered(out, role, model_id)
+
+    return RunnableLambda(call, afunc=acall, name="langchain_om_structured")
+
+
+def _cut_off(exc: Exception) -> dict[str, Any]:
+    """The partial reply of a structured call stopped by the output limit; else re-raise.
+
+    OpenAI-compatible clients raise on ``finish_reason="length"`` with a ``response_format``
+    (openai's ``LengthFinishReasonError``, carrying the ``completion``); the text so far still
+    holds the observations completed before the limit.
+    """
+    completion = getattr(exc, "completion", None)
+    choices = getattr(completion, "choices", None)
+    if not choices:
+        raise exc
+    content = getattr(getattr(choices[0], "message", None), "content", None) or ""
+    usage = getattr(completion, "usage", None)
+    meta: UsageMetadata | None = None
+    if usage is not None:
+        inp, outp = int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)
+        meta = {"input_tokens": inp, "output_tokens": outp, "total_tokens": inp + outp}
+    raw = AIMessage(content, usage_metadata=meta, response_metadata={"finish_reason": "length"})
+    return {"raw": raw, "parsed": None, "parsing_error": exc}
 
 
 def adapt_attempt(

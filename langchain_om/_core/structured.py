@@ -290,16 +290,38 @@ _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 def reply_data(tool_args: Mapping[str, Any] | None, text: str) -> dict[str, Any] | None:
     """The JSON object of a structured reply: its tool-call arguments, else its text as JSON.
 
-    Returns ``None`` when neither holds a JSON object.
+    A JSON text cut off by the output limit keeps its complete observations. Returns
+    ``None`` when neither holds a JSON object.
     """
     if tool_args is not None:
         return dict(tool_args)
     fenced = _FENCE.match(text)
+    body = (fenced.group(1) if fenced else text).strip()
     try:
-        data = json.loads(fenced.group(1) if fenced else text)
+        data = json.loads(body)
     except ValueError:
-        return None
+        data = _truncated_object(body)
     return data if isinstance(data, dict) else None
+
+
+_MAX_REPAIRS = 200
+
+
+def _truncated_object(text: str) -> Any:
+    """A reply cut off by the output limit, up to its last complete observation.
+
+    ``{"observations": [{…}, {…}, {"da`` becomes ``{"observations": [{…}, {…}]}``.
+    """
+    if not text.startswith("{"):
+        return None
+    ends = [i for i, ch in enumerate(text) if ch == "}"][-_MAX_REPAIRS:]
+    for end in reversed(ends):
+        for tail in ("]}", "}", "]}]}"):
+            try:
+                return json.loads(text[: end + 1] + tail)
+            except ValueError:
+                continue
+    return None
 
 
 def lenient_structured(

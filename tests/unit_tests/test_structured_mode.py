@@ -25,6 +25,7 @@ from langchain_om._core.structured import (
     StructuredObservation,
     StructuredObserverOutput,
     StructuredReflectorOutput,
+    reply_data,
 )
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import OMConfigError
@@ -287,3 +288,66 @@ def test_a_metered_model_keeps_structured_output_and_counts_its_calls() -> None:
     assert inner.last_call is not None and inner.last_call.structured_output is not None
     assert metered.meter.calls == inner.call_count == 1
     assert metered.openai_api_base is None
+
+
+class _Completion:
+    """The shape of openai's ``ChatCompletion`` that a length error carries."""
+
+    class _Usage:
+        prompt_tokens, completion_tokens = 120, 40
+
+    class _Choice:
+        class _Message:
+            content = (
+                '{"observations": [{"date": "2026-11-30", "time": "09:00", "priority": "high", '
+                '"text": "User owns a red bike"}, {"date": "2026-11-30", "time": "09:0'
+            )
+
+        message = _Message()
+
+    choices = [_Choice()]
+    usage = _Usage()
+
+
+class LengthError(Exception):
+    completion = _Completion()
+
+
+def test_a_reply_cut_by_the_output_limit_keeps_its_complete_observations() -> None:
+    def reply(messages: list[BaseMessage], info: RecordedCall) -> Any:
+        raise LengthError("length limit reached")
+
+    model = FunctionChatModel(function=reply, model_name="scripted")
+    memory = make_memory(model=model, observation=STRUCTURED)
+    memory.observe(thread_id="t", messages=[HumanMessage("I own a red bike.", id="m")])
+    record = memory.status(thread_id="t").record
+    assert record is not None
+    assert log_text(record["groups"]) == "Date: Nov 30, 2026\n* 🔴 (09:00) User owns a red bike"
+
+
+def test_other_model_errors_still_fail_the_cycle() -> None:
+    def reply(messages: list[BaseMessage], info: RecordedCall) -> Any:
+        raise ValueError("boom")
+
+    model = FunctionChatModel(function=reply, model_name="scripted")
+    memory = make_memory(model=model, observation=STRUCTURED)
+    with pytest.raises(Exception, match="boom"):
+        memory.observe(thread_id="t", messages=[HumanMessage("I own a red bike.", id="m")])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('```json\n{"observations": []}\n```', {"observations": []}),
+        ('{"observations": [{"text": "a"}, {"te', {"observations": [{"text": "a"}]}),
+        (
+            '{"current_task": "x", "observations": [{"text": "a"}',
+            {"current_task": "x", "observations": [{"text": "a"}]},
+        ),
+        ("[1, 2]", None),
+        ("not json", None),
+    ],
+)
+def test_reply_data(text: str, expected: Any) -> None:
+    assert reply_data(None, text) == expected
+    assert reply_data({"observations": []}, text) == {"observations": []}
