@@ -24,6 +24,7 @@ from dataclasses import replace
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from langchain_om._core.dates import parse_date_header
 from langchain_om._core.observer import ObserverOutput
 
 __all__ = ["drop_invented_tool_lines", "invented_tool_lines", "tool_names"]
@@ -99,7 +100,8 @@ def drop_invented_tool_lines(
 ) -> tuple[ObserverOutput, int]:
     """``output`` without the observations about tool calls ``messages`` do not contain.
 
-    A dropped top-level line takes its indented detail lines with it.
+    A dropped top-level line takes its indented detail lines with it, and a ``Date:`` header
+    left without observations goes too.
 
     Returns:
         The output and the number of lines dropped (0: ``output`` itself).
@@ -121,4 +123,20 @@ def drop_invented_tool_lines(
         if not detail:
             skipping = False
         kept.append(line)
-    return replace(output, observations="\n".join(kept)), dropped
+    return replace(output, observations="\n".join(_without_empty_days(kept)).strip()), dropped
+
+
+def _without_empty_days(lines: Sequence[str]) -> list[str]:
+    """``lines`` without ``Date:`` headers that no longer head any observation."""
+    out: list[str] = []
+    pending: list[str] = []
+    for line in lines:
+        if parse_date_header(line) is not None:
+            pending = [line]
+        elif pending and not line.strip():
+            pending.append(line)
+        else:
+            out.extend(pending)
+            pending = []
+            out.append(line)
+    return out

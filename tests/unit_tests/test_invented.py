@@ -101,6 +101,16 @@ def test_drop_removes_lines_and_their_details() -> None:
     assert same is out and none == 0
 
 
+def test_a_day_left_empty_loses_its_header() -> None:
+    raw = "<observations>\nDate: Mar 1, 2026\n" + GINA + "\n\nDate: Mar 2, 2026\n"
+    raw += "* 🔴 (10:00) User booked a class\n</observations>"
+    out, dropped = drop_invented_tool_lines(parse_observer_output(raw), [])
+    assert dropped == 1
+    assert out.observations == "Date: Mar 2, 2026\n* 🔴 (10:00) User booked a class"
+    only, _ = drop_invented_tool_lines(parse_observer_output(f"Date: Mar 1, 2026\n{GINA}"), [])
+    assert only.observations == ""
+
+
 def test_the_observer_cycle_drops_invented_tool_calls(caplog: pytest.LogCaptureFixture) -> None:
     reply = "\n".join(
         [
