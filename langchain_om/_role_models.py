@@ -1,7 +1,8 @@
 """The Observer's and the Reflector's model calls: which models, with which settings and retries.
 
 :class:`RoleModels` turns a ``ModelCall`` effect into the role's attempt list (model spec,
-sampling settings, provider options of ``observation``/``reflection``) and calls it with the
+sampling settings, provider options of ``observation``/``reflection``, and each attempt's
+output mode and prompt variant, see :mod:`langchain_om._call_modes`) and calls it with the
 engine's retry policy, blocking or async.
 """
 
@@ -14,6 +15,7 @@ from langchain.agents.middleware.internal_call_transformer import internal_call_
 from langchain_core.runnables import RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
 
+from langchain_om._call_modes import adapt_attempt
 from langchain_om._plans.effects import ModelCall
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.models import RunContext, plan_attempts
@@ -57,13 +59,14 @@ class RoleModels:
             role=effect.role,
             input_tokens=effect.input_tokens,
         )
-        return plan_attempts(
+        planned = plan_attempts(
             spec,
             context,
             temperature=role.model_settings.temperature,
             max_output_tokens=role.model_settings.max_output_tokens,
             provider_options=role.provider_options,
         )
+        return [adapt_attempt(a, effect.role, cfg) for a in planned]
 
     def _kwargs(self, effect: ModelCall) -> dict[str, Any]:
         return {"policy": self.policy, "config": role_call_config(effect)}

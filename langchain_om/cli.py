@@ -45,6 +45,7 @@ from langchain_om._version import __version__
 from langchain_om.display import render_text, render_windows
 from langchain_om.engine import ObservationalMemory, ThreadSnapshot
 from langchain_om.errors import MissingProviderError, ObservationalMemoryError, OMUsageError
+from langchain_om.eval.cli import add_eval_command
 from langchain_om.events import OMEvent
 from langchain_om.models import RunContext, resolve_model_string
 from langchain_om.offline import OBSERVER_LABEL, extractive_observer
@@ -667,6 +668,7 @@ def build_parser() -> argparse.ArgumentParser:
     inspect = sub.add_parser("inspect", parents=[common], help="show what memory holds")
     inspect.add_argument("--json", action="store_true", help="print the record and status as JSON")
     inspect.set_defaults(handler=cmd_inspect)
+    add_eval_command(sub)
     return parser
 
 

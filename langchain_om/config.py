@@ -128,6 +128,24 @@ _Scope = Annotated[
         "Use 'thread' (one log per conversation) or 'resource' (one log per user).",
     ),
 ]
+_Output = Annotated[
+    Literal["text", "structured", "auto"],
+    check_rule(
+        lambda v: v in ("text", "structured", "auto"),
+        "'text', 'structured' or 'auto'",
+        "Use 'text' (tagged text, the default), 'structured' (a JSON schema through "
+        "with_structured_output) or 'auto' (structured for models on a local server).",
+    ),
+]
+_Prompt = Annotated[
+    Literal["default", "compact", "auto"],
+    check_rule(
+        lambda v: v in ("default", "compact", "auto"),
+        "'default', 'compact' or 'auto'",
+        "Use 'default', 'compact' (a short prompt for small models) or 'auto' (compact for "
+        "models of at most 4B parameters and local servers).",
+    ),
+]
 _Hook = Annotated[
     Any,
     check_rule(
@@ -222,6 +240,15 @@ class ObservationConfig(_Options):
     """Text appended to the Observer's system prompt."""
     thread_title: StrictBool = False
     """Let the Observer propose a short thread title and update it when the topic changes."""
+    output: _Output = "text"
+    """How the Observer answers: 'text' (the tagged log), 'structured' (a JSON schema through
+    with_structured_output, rendered to the same log), or 'auto' (structured for a model on a
+    local OpenAI-compatible server such as llama.cpp, whose decoding the schema constrains;
+    text for every other model)."""
+    prompt: _Prompt = "default"
+    """The Observer's prompt: 'default', 'compact' (short, with placeholders instead of example
+    lines, for small models), or 'auto' (compact when the model name states at most 4B
+    parameters, or for a local server of unknown size)."""
     extract: _Extractors = ()
     """Extractors run during observation."""
     manage_working_memory: StrictBool = False
@@ -363,6 +390,8 @@ class ReflectionConfig(_Options):
     """Text appended to the Reflector's system prompt."""
     extract: _Extractors = ()
     """Extractors run during reflection."""
+    output: _Output = "text"
+    """How the Reflector answers: 'text', 'structured' or 'auto', as observation.output."""
     observation_tokens: Annotated[int | Fraction, tokens_or_fraction(40_000)] = 40_000
     """Observation tokens that trigger reflection, or ``("fraction", 0.1)`` of the agent
     model's context window."""

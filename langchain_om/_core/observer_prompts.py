@@ -2,12 +2,15 @@
 
 :data:`OBSERVER_SYSTEM_PROMPT` is assembled from the Observer's role, a description of its
 input, :data:`OBSERVATION_FORMAT_GUIDE` (how observation lines are written, also given to the
-Reflector) and the output format.
+Reflector) and the output format. :data:`COMPACT_OBSERVER_SYSTEM_PROMPT` is the short variant for
+small models: they copy example lines as content (an example ``Assistant searched … and found
+…`` came back as invented searches), so its template shows only placeholders in angle
+brackets, never a sentence that could pass for an observation.
 """
 
 from __future__ import annotations
 
-__all__ = ["OBSERVATION_FORMAT_GUIDE", "OBSERVER_SYSTEM_PROMPT"]
+__all__ = ["COMPACT_OBSERVER_SYSTEM_PROMPT", "OBSERVATION_FORMAT_GUIDE", "OBSERVER_SYSTEM_PROMPT"]
 
 OBSERVATION_FORMAT_GUIDE = """\
 ## How observations are written
@@ -122,3 +125,30 @@ OBSERVER_SYSTEM_PROMPT = "\n\n".join(
     [_OBSERVER_ROLE, _OBSERVER_INPUT, OBSERVATION_FORMAT_GUIDE, _OBSERVER_OUTPUT]
 )
 """System prompt of the Observer (``observation.instruction`` is appended to it)."""
+
+COMPACT_OBSERVER_SYSTEM_PROMPT = """\
+You write memory notes about a conversation. Later the assistant sees only your notes, not the \
+messages. Write only what the messages under "New Messages to Observe" say.
+
+Answer in exactly this layout. Replace each <placeholder> with real content from the messages:
+
+<observations>
+Date: <month day, year from the messages>
+* <mark> (<HH:MM>) <who> <did or said what, with names, numbers and dates>
+</observations>
+<current-task>
+<what the user is waiting for now>
+</current-task>
+<suggested-response>
+<what the assistant should say or do next>
+</suggested-response>
+
+Rules:
+- One fact per line; a message with three facts gives three lines.
+- <mark> is 🔴 for facts about the user, their plans and decisions; 🟡 for other details; \
+✅ for a request that was completed.
+- Copy names, places, numbers and dates exactly as written.
+- Date and time come from the `Date:` headers and the (HH:MM) times of the messages.
+- A tool is mentioned only when a `Tool Call` line shows it.
+- Do not repeat "Previous Observations". Do not copy these rules or any <placeholder>."""
+"""Short Observer system prompt for small models (``observation.prompt="compact"``)."""

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_om._core.dates import iso
+from langchain_om._core.invented import drop_invented_tool_lines
 from langchain_om._core.observer import (
     ObserverOutput,
     build_observer_messages,
@@ -65,6 +66,9 @@ from langchain_om.extractors import persist, prior_values, run_extractors
 logger = logging.getLogger("langchain_om")
 
 BUFFERED_MARKER = "--- BUFFERED (pending activation) ---"
+
+
+logger = logging.getLogger("langchain_om")
 
 
 def status_event(
@@ -389,13 +393,25 @@ def call_observer(
         cycle.note(result)
         parsed = parse_observer_output(_text(result), extractor_slugs=[e.slug for e in extractors])
         if not parsed.degenerate:
-            return parsed
+            return _without_invented_tools(parsed, batch)
         if attempt == 0 and cycle.trigger != "async-buffer":
             cycle.emit(cycle.failed("degenerate Observer output; retrying", retrying=True))
     raise ObserverOutputError(
         "The Observer produced degenerate (repeating) output twice; nothing was observed.",
         raw=parsed.raw if parsed is not None else "",
     )
+
+
+def _without_invented_tools(parsed: ObserverOutput, batch: Sequence[BaseMessage]) -> ObserverOutput:
+    """``parsed`` without lines about tool calls no message of ``batch`` contains (logged)."""
+    out, dropped = drop_invented_tool_lines(parsed, batch)
+    if dropped:
+        logger.warning(
+            "The Observer reported %d tool call(s) that no observed message contains; "
+            "those lines were dropped",
+            dropped,
+        )
+    return out
 
 
 def call_reflector(

@@ -131,7 +131,7 @@ def test_help_lists_the_commands_and_examples(capsys: pytest.CaptureFixture[str]
         main(["--help"])
     assert info.value.code == 0
     out = capsys.readouterr().out
-    assert "{chat,replay,inspect}" in out
+    assert "{chat,replay,inspect,eval}" in out
     assert "langchain-om replay examples/data/demo.jsonl" in out
 
 

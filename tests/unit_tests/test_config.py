@@ -56,6 +56,7 @@ def test_defaults_follow_the_spec() -> None:
     assert (obs.buffer_tokens, obs.buffer_activation, obs.block_after) == (0.2, 0.8, 1.2)
     assert obs.previous_observer_tokens == 2_000 and obs.failure_policy == "raise"
     assert obs.observe_attachments is True and obs.extract == () and not obs.thread_title
+    assert (obs.output, obs.prompt, ref.output) == ("text", "default", "text")
     assert obs.model_settings == ModelSettings(temperature=0.3)
     assert ref.model_settings == ModelSettings(temperature=0.0)
     assert (ref.observation_tokens, ref.buffer_activation, ref.block_after) == (40_000, 0.5, 1.2)
@@ -192,8 +193,11 @@ SNAKE = {
         "activate_after_idle": False,
         "activate_on_provider_change": False,
         "tool_result_max_tokens": 5_000,
+        "output": "auto",
+        "prompt": "compact",
     },
     "reflection": {
+        "output": "structured",
         "observation_tokens": 30_000,
         "buffer_activation": 0.4,
         "block_after": 50_000,
@@ -532,6 +536,9 @@ RULES: list[tuple[str, dict[str, Any], str, str]] = [
         "observation.thread_title",
         "boolean",
     ),
+    ("output", {"observation": {"output": "json"}}, "observation.output", "'structured'"),
+    ("reflection output", {"reflection": {"output": 1}}, "reflection.output", "'auto'"),
+    ("prompt", {"observation": {"prompt": "small"}}, "observation.prompt", "'compact'"),
     ("enabled", {"enabled": "no"}, "enabled", "boolean"),
     ("instruction", {"observation": {"instruction": 5}}, "observation.instruction", "string"),
     (

@@ -1,0 +1,306 @@
+"""Output mode and prompt variant of one Observer/Reflector model call.
+
+The cycles build a text-mode prompt and parse a text reply. :func:`adapt_attempt` changes one
+attempt of a ``ModelCall`` (each attempt's model decides for itself, see
+:mod:`langchain_om._core.output_modes`) without changing that contract:
+
+- with the compact prompt, the Observer's system message is swapped for the compact one (the
+  role's ``instruction`` still appended);
+- in structured mode, the system message ends with the schema note, the model is called
+  through ``with_structured_output(..., include_raw=True)`` with the role's sampling settings
+  bound, and the answer is rendered to the tagged text
+  (:func:`~langchain_om._core.structured.structured_to_text`), returned as an ``AIMessage``
+  carrying the raw reply's usage and metadata. The cycles then parse and check it as any text
+  reply. A reply that fails the schema keeps its valid observations
+  (:func:`~langchain_om._core.structured.lenient_structured`; the drop is logged with a count);
+  one that holds no JSON object comes back as its raw text, which the text checks reject.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages.ai import UsageMetadata
+from langchain_core.runnables import (
+    Runnable,
+    RunnableBinding,
+    RunnableConfig,
+    RunnableLambda,
+    RunnableParallel,
+    RunnableSequence,
+)
+from pydantic import ValidationError
+
+from langchain_om._core.observer_prompts import COMPACT_OBSERVER_SYSTEM_PROMPT
+from langchain_om._core.output_modes import (
+    OutputMode,
+    PromptVariant,
+    choose_output,
+    choose_prompt,
+    is_loopback_url,
+    parameter_billions,
+)
+from langchain_om._core.structured import (
+    STRUCTURED_OBSERVER_NOTE,
+    STRUCTURED_REFLECTOR_NOTE,
+    StructuredObserverOutput,
+    StructuredReflectorOutput,
+    lenient_structured,
+    reply_data,
+    structured_to_text,
+)
+from langchain_om.config import ObservationalMemoryConfig
+from langchain_om.errors import OMConfigError
+from langchain_om.retry import ModelAttempt
+
+__all__ = [
+    "STRUCTURED_META_KEY",
+    "adapt_attempt",
+    "call_modes",
+    "rebind_structured",
+    "served_locally",
+]
+
+logger = logging.getLogger("langchain_om")
+
+Role = Literal["observer", "reflector"]
+
+STRUCTURED_META_KEY = "langchain_om_output"
+"""``response_metadata`` key of a rendered structured reply: ``"structured"``, or
+``"structured-invalid"`` when the reply held no JSON object the schema accepts."""
+
+
+def served_locally(model: BaseChatModel) -> bool:
+    """Whether ``model`` talks to an OpenAI-compatible server on this machine (llama.cpp)."""
+    for attr in ("openai_api_base", "base_url"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str) and is_loopback_url(value):
+            return True
+    return False
+
+
+def _model_name(model: BaseChatModel) -> str:
+    for attr in ("model_name", "model"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def call_modes(
+    config: ObservationalMemoryConfig, role: Role, model: BaseChatModel
+) -> tuple[OutputMode, PromptVariant]:
+    """The output mode and prompt variant ``model`` gets for a call of ``role``."""
+    local = served_locally(model)
+    options = config.observation if role == "observer" else config.reflection
+    output = choose_output(options.output, local_server=local)
+    if role != "observer":
+        return output, "default"
+    billions = parameter_billions(_model_name(model))
+    return output, choose_prompt(config.observation.prompt, local_server=local, billions=billions)
+
+
+def _system_text(
+    config: ObservationalMemoryConfig,
+    role: Role,
+    current: str,
+    output: OutputMode,
+    variant: PromptVariant,
+) -> str:
+    text = current
+    if variant == "compact":
+        text = COMPACT_OBSERVER_SYSTEM_PROMPT
+        instruction = config.observation.instruction
+        if instruction and instruction.strip():
+            text += "\n\n## Custom Instructions\n\n" + instruction.strip()
+    if output == "structured":
+        note = STRUCTURED_OBSERVER_NOTE if role == "observer" else STRUCTURED_REFLECTOR_NOTE
+        text += "\n\n" + note
+    return text
+
+
+def _prompt_rewriter(
+    config: ObservationalMemoryConfig, role: Role, output: OutputMode, variant: PromptVariant
+) -> RunnableLambda[Any, Any]:
+    def rewrite(messages: Any) -> Any:
+        if not isinstance(messages, Sequence) or isinstance(messages, str):
+            return messages
+        out: list[BaseMessage] = list(messages)
+        if out and isinstance(out[0], SystemMessage) and isinstance(out[0].content, str):
+            out[0] = SystemMessage(_system_text(config, role, out[0].content, output, variant))
+        return out
+
+    return RunnableLambda(rewrite, name="langchain_om_prompt")
+
+
+def _settings(attempt: ModelAttempt) -> dict[str, Any]:
+    bound = attempt.bound
+    if isinstance(bound, RunnableBinding) and bound.bound is attempt.model:
+        return dict(bound.kwargs)
+    return {}
+
+
+def rebind_structured(
+    chain: Runnable[Any, Any],
+    *,
+    settings: dict[str, Any] | None = None,
+    model: BaseChatModel | None = None,
+) -> Runnable[Any, Any] | None:
+    """A ``with_structured_output`` chain with ``settings`` bound to its model call.
+
+    ``model`` (when given) takes the place of the chain's model, keeping what the chain
+    binds to it (the schema as tools or ``response_format``); a wrapper that forwards call
+    options to the model it wraps uses this to keep the wrapped model's structured output.
+
+    Returns:
+        The new chain, or ``None`` when the chain is not the usual ``model.bind(...) | parser``
+        (or ``{"raw": model.bind(...)} | parser``) shape.
+    """
+    if not settings and model is None:
+        return chain
+    if not isinstance(chain, RunnableSequence):
+        return None
+
+    def rebound(binding: RunnableBinding[Any, Any]) -> Runnable[Any, Any]:
+        target: Runnable[Any, Any] = binding.bound if model is None else model
+        return target.bind(**{**binding.kwargs, **(settings or {})})
+
+    first = chain.first
+    if isinstance(first, RunnableBinding):
+        new_first: Runnable[Any, Any] = rebound(first)
+    elif (
+        isinstance(first, RunnableParallel)
+        and list(first.steps__) == ["raw"]
+        and isinstance(first.steps__["raw"], RunnableBinding)
+    ):
+        new_first = RunnableParallel(raw=rebound(first.steps__["raw"]))
+    else:
+        return None
+    return RunnableSequence(new_first, *chain.middle, chain.last)
+
+
+def _schema(role: Role) -> type[StructuredReflectorOutput]:
+    return StructuredObserverOutput if role == "observer" else StructuredReflectorOutput
+
+
+def _tool_args(raw: AIMessage) -> dict[str, Any] | None:
+    return dict(raw.tool_calls[0]["args"]) if raw.tool_calls else None
+
+
+def _rendered(out: Any, role: Role, model_id: str) -> AIMessage:
+    if not isinstance(out, dict) or not isinstance(out.get("raw"), AIMessage):
+        raise TypeError(
+            f"{model_id}'s with_structured_output(include_raw=True) returned "
+            f"{type(out).__name__}, not a dict with the raw AIMessage"
+        )
+    raw: AIMessage = out["raw"]
+    schema = _schema(role)
+    parsed = out.get("parsed")
+    state = "structured"
+    answer: StructuredReflectorOutput | None = None
+    if isinstance(parsed, schema):
+        answer = parsed
+    else:
+        data = parsed if isinstance(parsed, dict) else reply_data(_tool_args(raw), str(raw.text))
+        if data is not None:
+            try:
+                answer, dropped = lenient_structured(data, schema)
+            except ValidationError:
+                answer = None
+            else:
+                if dropped:
+                    logger.warning(
+                        "%s (%s): %d structured observations failed the schema and were dropped",
+                        role,
+                        model_id,
+                        dropped,
+                    )
+    if answer is None:
+        state = "structured-invalid"
+        logger.warning("%s (%s): the structured reply did not fit the schema", role, model_id)
+        content = str(raw.text)
+    else:
+        content = structured_to_text(answer)
+    return AIMessage(
+        content=content,
+        id=raw.id,
+        usage_metadata=raw.usage_metadata,
+        response_metadata={**raw.response_metadata, STRUCTURED_META_KEY: state},
+    )
+
+
+def _structured(attempt: ModelAttempt, role: Role, local: bool) -> Runnable[Any, AIMessage]:
+    kwargs: dict[str, Any] = {"include_raw": True}
+    if local:
+        kwargs["method"] = "json_schema"  # llama.cpp turns the schema into a decoding grammar
+    try:
+        chain = attempt.model.with_structured_output(_schema(role), **kwargs)
+    except NotImplementedError as exc:
+        raise OMConfigError(
+            f"{role} model {attempt.model_id} has no with_structured_output; set "
+            f"{'observation' if role == 'observer' else 'reflection'}.output='text'."
+        ) from exc
+    bound = rebind_structured(chain, settings=_settings(attempt))
+    if bound is None:
+        raise OMConfigError(
+            f"{role} model {attempt.model_id}: its structured-output chain does not take the "
+            f"role's model settings ({', '.join(sorted(_settings(attempt)))}); set "
+            f"{'observation' if role == 'observer' else 'reflection'}.output='text'."
+        )
+    model_id = attempt.model_id
+
+    def call(messages: Any, config: RunnableConfig) -> AIMessage:
+        try:
+            out = bound.invoke(messages, config)
+        except Exception as exc:
+            out = _cut_off(exc)
+        return _rendered(out, role, model_id)
+
+    async def acall(messages: Any, config: RunnableConfig) -> AIMessage:
+        try:
+            out = await bound.ainvoke(messages, config)
+        except Exception as exc:
+            out = _cut_off(exc)
+        return _rendered(out, role, model_id)
+
+    return RunnableLambda(call, afunc=acall, name="langchain_om_structured")
+
+
+def _cut_off(exc: Exception) -> dict[str, Any]:
+    """The partial reply of a structured call stopped by the output limit; else re-raise.
+
+    OpenAI-compatible clients raise on ``finish_reason="length"`` with a ``response_format``
+    (openai's ``LengthFinishReasonError``, carrying the ``completion``); the text so far still
+    holds the observations completed before the limit.
+    """
+    completion = getattr(exc, "completion", None)
+    choices = getattr(completion, "choices", None)
+    if not choices:
+        raise exc
+    content = getattr(getattr(choices[0], "message", None), "content", None) or ""
+    usage = getattr(completion, "usage", None)
+    meta: UsageMetadata | None = None
+    if usage is not None:
+        inp, outp = int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)
+        meta = {"input_tokens": inp, "output_tokens": outp, "total_tokens": inp + outp}
+    raw = AIMessage(content, usage_metadata=meta, response_metadata={"finish_reason": "length"})
+    return {"raw": raw, "parsed": None, "parsing_error": exc}
+
+
+def adapt_attempt(
+    attempt: ModelAttempt, role: Role, config: ObservationalMemoryConfig
+) -> ModelAttempt:
+    """``attempt`` asking in the output mode and prompt variant its model gets."""
+    output, variant = call_modes(config, role, attempt.model)
+    if output == "text" and variant == "default":
+        return attempt
+    rewrite = _prompt_rewriter(config, role, output, variant)
+    if output == "text":
+        runnable: Runnable[Any, Any] = rewrite | attempt.runnable
+    else:
+        runnable = rewrite | _structured(attempt, role, served_locally(attempt.model))
+    return attempt._replace(bound=runnable)

@@ -1,0 +1,223 @@
+"""``langchain-om eval``: measure what memory remembers, against the alternatives.
+
+Registered on the main command line by :func:`add_eval_command`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from langchain_om._core.tokens import get_default_counter
+from langchain_om.eval.data import FORMATS, load_dataset
+from langchain_om.eval.models import scripted_answerer, scripted_judge, scripted_summarizer
+from langchain_om.eval.report import to_markdown, write_reports
+from langchain_om.eval.runner import EvalRunError, RunSettings, run_eval
+from langchain_om.eval.systems import FRONT_DOORS, SYSTEMS, SystemSettings
+from langchain_om.local import start_local_server
+from langchain_om.models import resolve_model_string
+from langchain_om.testing import memory_model
+
+__all__ = ["add_eval_command", "cmd_eval"]
+
+SCRIPTED_THRESHOLDS = (200, 400)
+"""(message_tokens, observation_tokens) with ``--scripted``: the small fixtures observe."""
+LOCAL_CONTEXT = 8192
+DEFAULT_WINDOW = 128_000
+LOCAL_THRESHOLDS = (1_500, 2_500)
+"""(message_tokens, observation_tokens) with the local model: its prompts fit its window."""
+
+EPILOG = """examples:
+  langchain-om eval --format locomo --data examples/data/eval/locomo_synthetic.json --scripted
+  langchain-om eval --format longmemeval --data lme.json --model openai/gpt-5-mini \\
+      --judge-model openai/gpt-5-mini --limit 50 --seed 1 --out eval-lme
+  langchain-om eval --format jsonl --data mine.jsonl --systems om,window --model local
+"""
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be a positive number")
+    return value
+
+
+def add_eval_command(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``eval`` subcommand to the ``langchain-om`` subparsers."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "eval",
+        help="score memory against full context, a window and summarization",
+        description=(
+            "Feed each conversation of a benchmark file through memory and the baselines, "
+            "ask its questions with one prompt and one answer model, score the answers and "
+            "write report.json, report.md and report.png. Interrupted runs resume."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--format", required=True, choices=FORMATS, help="the data file format")
+    parser.add_argument("--data", required=True, help="the data file")
+    parser.add_argument(
+        "--systems",
+        default=",".join(SYSTEMS),
+        help=f"comma-separated, from {','.join(SYSTEMS)} (default: all)",
+    )
+    parser.add_argument("--model", help='answer model, e.g. "openai/gpt-5-mini", or "local"')
+    parser.add_argument(
+        "--memory-model", help="Observer/Reflector/summary model (default: --model)"
+    )
+    parser.add_argument("--judge-model", help="LLM judge (LongMemEval question types)")
+    parser.add_argument("--out", default="eval-out", help="output folder (default: eval-out)")
+    parser.add_argument("--limit", type=_positive, help="answer N sampled questions")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the sampling (default 0)")
+    parser.add_argument("--scripted", action="store_true", help="offline scripted models")
+    parser.add_argument(
+        "--front-door", choices=FRONT_DOORS, default="agent", help="how OM reads (default agent)"
+    )
+    parser.add_argument("--message-tokens", type=_positive, help="OM observes above this")
+    parser.add_argument("--observation-tokens", type=_positive, help="OM reflects above this")
+    parser.add_argument(
+        "--context-window",
+        type=_positive,
+        help="the answer model's window in tokens: full is cut to it (default: the model "
+        f"profile's max_input_tokens, else {DEFAULT_WINDOW:,})",
+    )
+    parser.add_argument(
+        "--om-output",
+        choices=("text", "structured", "auto"),
+        default="text",
+        help="OM's observation.output and reflection.output (default text)",
+    )
+    parser.add_argument(
+        "--om-prompt",
+        choices=("default", "compact", "auto"),
+        default="default",
+        help="OM's observation.prompt (default: default)",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="more output")
+    parser.add_argument("--slow-ms", type=int, default=None, help=argparse.SUPPRESS)
+    parser.set_defaults(handler=cmd_eval)
+    return parser
+
+
+@contextlib.contextmanager
+def _models(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
+    if args.scripted:
+        yield {
+            "answer": scripted_answerer(slow_ms=args.slow_ms),
+            "memory": memory_model(words=10),
+            "summarizer": scripted_summarizer(),
+            "judge": scripted_judge(),
+            "thresholds": SCRIPTED_THRESHOLDS,
+            "local": False,
+        }
+        return
+    if not args.model:
+        raise EvalRunError("pass --model provider/name (or --model local, or --scripted)")
+    specs = {"answer": args.model, "memory": args.memory_model or args.model}
+    if args.judge_model:
+        specs["judge"] = args.judge_model
+    with contextlib.ExitStack() as stack:
+        server = None
+        built: dict[str, Any] = {
+            "thresholds": None,
+            "summarizer": None,
+            "judge": None,
+            "local": False,
+        }
+        for role, spec in specs.items():
+            if spec == "local":
+                if server is None:
+                    server = stack.enter_context(start_local_server(n_ctx=LOCAL_CONTEXT))
+                built[role] = server.chat_model(max_tokens=400, temperature=0)
+            else:
+                built[role] = resolve_model_string(spec)
+        if server is not None:
+            built["thresholds"] = LOCAL_THRESHOLDS
+            built["local"] = True
+        yield built
+
+
+def _profile_window(model: Any) -> int:
+    profile = getattr(model, "profile", None) or {}
+    value = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+    return int(value) if isinstance(value, int) and value > 0 else DEFAULT_WINDOW
+
+
+def _identity(
+    args: argparse.Namespace, systems: list[str], thresholds: tuple[int, int], window: int
+) -> dict[str, Any]:
+    return {
+        "format": args.format,
+        "data": Path(args.data).name,
+        "systems": systems,
+        "model": "scripted" if args.scripted else args.model,
+        "memory_model": "scripted" if args.scripted else (args.memory_model or args.model),
+        "judge_model": "scripted" if args.scripted else args.judge_model,
+        "front_door": args.front_door,
+        "message_tokens": thresholds[0],
+        "observation_tokens": thresholds[1],
+        "context_window": window,
+        "limit": args.limit,
+        "seed": args.seed,
+        "om_output": args.om_output,
+        "om_prompt": args.om_prompt,
+    }
+
+
+def _om_options(args: argparse.Namespace, *, local: bool) -> dict[str, Any]:
+    observation: dict[str, Any] = {"output": args.om_output, "prompt": args.om_prompt}
+    if local:
+        # The local model serves one call at a time: observe in the turn, not ahead of it.
+        observation["buffer_tokens"] = False
+    return {"observation": observation, "reflection": {"output": args.om_output}}
+
+
+def cmd_eval(args: argparse.Namespace, console: Any = None) -> int:
+    """Run ``langchain-om eval`` (the handler of :func:`add_eval_command`)."""
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    dataset = load_dataset(args.format, args.data)
+    with _models(args) as models:
+        defaults = models["thresholds"] or (30_000, 40_000)
+        thresholds = (
+            args.message_tokens or defaults[0],
+            args.observation_tokens or defaults[1],
+        )
+        window = args.context_window or _profile_window(models["answer"])
+        if models["local"]:
+            window = min(window, LOCAL_CONTEXT - 1_000)
+        counter = get_default_counter()
+        shared = SystemSettings(
+            memory_model=models["memory"],
+            counter=counter,
+            message_tokens=thresholds[0],
+            observation_tokens=thresholds[1],
+            context_window=window,
+            front_door=args.front_door,
+            summarizer=models["summarizer"],
+            om_options=_om_options(args, local=models["local"]),
+        )
+        judge: BaseChatModel | None = models["judge"]
+        if args.format != "longmemeval" and not args.judge_model:
+            judge = None
+        out = Path(args.out)
+        settings = RunSettings(
+            systems=tuple(systems),
+            answer_model=models["answer"],
+            systems_settings=shared,
+            out=out,
+            judge_model=judge,
+            limit=args.limit,
+            seed=args.seed,
+            identity=_identity(args, systems, thresholds, window),
+        )
+        records = run_eval(dataset, settings, progress=None)
+    report = write_reports(records, out)
+    print(to_markdown(report))
+    print(f"Reports: {out / 'report.md'}, {out / 'report.json'}, {out / 'report.png'}")
+    return 0
