@@ -477,7 +477,9 @@ def _reflect_now(step: _Step) -> Plan[None]:
     try:
         out.record = yield from reflect_plan(step.env, inp, record)
     except CycleFailedError as exc:
-        if inp.trigger == "manual":
+        # An explicit reflect() reports its failure; a reflection after an observation never
+        # discards that observation (the previous generation simply stays).
+        if inp.trigger == "manual" and inp.force_reflect and not out.observed:
             raise
         out.errors.append(exc)
         suppressed = dict(out.record)
