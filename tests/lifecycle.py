@@ -47,7 +47,11 @@ _NUMBER_LOOP = "\n".join(f"* 🟡 (10:{i:02d}) Item {i} was checked again." for 
 
 
 def _oversized() -> str:
-    lines = [f"* 🟡 (09:{i % 60:02d}) Fact {i} about thing {i * 7}" for i in range(700)]
+    words = "apple birch cedar dune ember fjord grove heron iris jade kelp lotus maple".split()
+    lines = [
+        f"* 🟡 (09:{i % 60:02d}) User named {words[i % 13]} {words[i // 13 % 13]} {words[i // 169]}"
+        for i in range(600)
+    ]
     return "<observations>\nDate: Nov 30, 2026\n" + "\n".join(lines) + "\n</observations>"
 
 
@@ -113,7 +117,7 @@ def _user_text(rng: random.Random, turn: int) -> tuple[str, str]:
     if kind == "surrogate":
         return kind, base + "cut emoji \ud83d here"
     if kind == "poison":
-        return kind, base + "very long log line " * 700
+        return kind, base + "very long log line " * 300
     return kind, base * rng.randrange(1, 4)
 
 

@@ -46,12 +46,23 @@ OBSERVER_CASES: list[tuple[str, Any, str]] = [
     ("echo", PROMPT_ECHO, "echo"),
     ("oversized", None, "oversized"),
     ("loop-with-times", f"<observations>\n{ex.CAROLINE_LOOP}\n</observations>", "degenerate"),
+    ("loop-with-numbers", None, "degenerate"),
     ("model-error", server_error(), "model-error"),
 ]
 
+NUMBER_LOOP = (
+    "<observations>\n"
+    + "\n".join(f"* 🟡 (10:{i:02d}) Item {i} was checked again." for i in range(40))
+    + "\n</observations>"
+)
+
 
 def _oversized() -> str:
-    lines = [f"* 🟡 (09:{i % 60:02d}) Fact number {i} about item {i * 7}" for i in range(900)]
+    words = "apple birch cedar dune ember fjord grove heron iris jade kelp lotus maple".split()
+    lines = [
+        f"* 🟡 (09:{i % 60:02d}) User named {words[i % 13]} {words[i // 13 % 13]} {words[i // 169]}"
+        for i in range(600)
+    ]
     return "<observations>\nDate: Nov 30, 2026\n" + "\n".join(lines) + "\n</observations>"
 
 
@@ -95,7 +106,8 @@ def _human_text(message: BaseMessage) -> str:
 def test_observer_failure_has_its_reason_everywhere(
     reply: Any, reason: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    reply = _oversized() if reply is None else reply
+    if reply is None:
+        reply = NUMBER_LOOP if reason == "degenerate" else _oversized()
     observer = ScriptedChatModel(script=[reply, reply])
     ends: list[Any] = []
     events: list[OMEvent] = []
