@@ -24,8 +24,8 @@ similar lines. Give the Observer's input as ``source`` and a repeated line is sp
 source holds at least half as many lines with the same content words. Without a source only
 the loop keys decide, so lines that differ by more than their time (a job id, an attempt
 count, a status) are never taken for a loop; with a source, numbers are also masked (a loop
-that counts up on every line is caught) and the source decides. Never pass the observation log as the source of a
-reflection: a loop already in the log must not excuse a Reflector that copies it.
+that counts up on every line is caught) and the source decides. Never pass the observation log
+as the source of a reflection: a loop already in the log must not excuse a Reflector that copies it.
 """
 
 from __future__ import annotations
