@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import BaseTool
 
 from langchain_om.tools import create_recall_tool
 from tests.helpers import make_memory
@@ -27,15 +28,19 @@ ARGS: list[dict[str, Any]] = [
 ]
 
 
-@pytest.mark.parametrize("args", ARGS, ids=[json.dumps(a)[:40] for a in ARGS])
-def test_recall_answers_any_argument(args: dict[str, Any]) -> None:
+@pytest.fixture(scope="module")
+def tool() -> BaseTool:
     memory = make_memory(observation={"message_tokens": 50, "buffer_tokens": False})
     memory.observe(
         thread_id="t1",
         resource_id="u1",
         messages=[HumanMessage("I live in Porto.", id="h1"), AIMessage("Noted.", id="a1")],
     )
-    tool = create_recall_tool(memory)
+    return create_recall_tool(memory)
+
+
+@pytest.mark.parametrize("args", ARGS, ids=[json.dumps(a)[:40] for a in ARGS])
+def test_recall_answers_any_argument(tool: BaseTool, args: dict[str, Any]) -> None:
     out = tool.invoke(args, {"configurable": {"thread_id": "t1", "resource_id": "u1"}})
     assert isinstance(out, str) and out
     if out.lstrip().startswith("{"):
