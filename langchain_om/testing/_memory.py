@@ -2,11 +2,14 @@
 
 :func:`memory_model` returns a :class:`FunctionChatModel` that answers like a well-behaved
 Observer (one observation per message it is shown, under the same ``Date:`` headers) and
-Reflector (keeps the dates and about ``keep`` of the lines, shortened). It needs no network and
+Reflector (keeps the dates, every 🔴 line shortened to its names and numbers, and about ``keep``
+of the other lines, shortened). It needs no network and
 gives the same output for the same input, so apps that use OM can be tested offline.
 """
 
 from __future__ import annotations
+
+import re
 
 from langchain_core.messages import BaseMessage
 
@@ -36,6 +39,23 @@ def _observe(history: str, words: int) -> str:
     return "\n".join(out)
 
 
+def _condense_high(line: str) -> str:
+    """A 🔴 line cut to its mark, speaker and about 70% of its names, numbers and identifiers."""
+    parts = line.split()
+    mark = parts[:2]
+    body = parts[2:]
+    if body and re.fullmatch(r"\(\d\d:\d\d\)", body[0]):
+        body = body[1:]
+    head = body[:2] if len(body) > 1 and body[1] == "said:" else body[:1]
+    facts = [
+        w
+        for w in body[len(head) :]
+        if any(c.isdigit() for c in w) or w[:1].isupper() or any(m in w for m in "/_#@")
+    ]
+    keep = max(1, -(-len(facts) * 7 // 10))
+    return " ".join([*mark, *head, *facts[:keep]]) if facts else " ".join(parts[: 4 + 4])
+
+
 def _reflect(observations: str, keep: float, words: int) -> str:
     lines = [line for line in observations.splitlines() if line.strip()]
     kept: list[str] = []
@@ -47,7 +67,9 @@ def _reflect(observations: str, keep: float, words: int) -> str:
             if not kept or kept[-1] != line:
                 kept.append(line)
             continue
-        if index % step == 0:
+        if "🔴" in line[:6]:
+            kept.append(_condense_high(line))
+        elif index % step == 0:
             kept.append(" ".join(line.split()[: 4 + words]))
         index += 1
     while kept and kept[-1].startswith("Date:"):
