@@ -41,6 +41,7 @@ from langchain_core.messages import (
 )
 
 from langchain_om import events, local
+from langchain_om._jsonl import json_objects
 from langchain_om._version import __version__
 from langchain_om.display import render_text, render_windows
 from langchain_om.engine import ObservationalMemory, ThreadSnapshot
@@ -393,18 +394,8 @@ def load_conversation(path: str | Path) -> list[BaseMessage]:
         ReplayFormatError: a line is not valid JSON or not a message (the message says where).
     """
     messages: list[BaseMessage] = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ReplayFormatError(f"{where}: not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise ReplayFormatError(f"{where}: expected a JSON object")
-            messages.append(_message(row, where, messages))
+    for where, row in json_objects(path, ReplayFormatError):
+        messages.append(_message(row, where, messages))
     return messages
 
 

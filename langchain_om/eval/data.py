@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
+from langchain_om._jsonl import json_objects
 from langchain_om.errors import ObservationalMemoryError
 
 __all__ = [
@@ -395,18 +396,7 @@ def _jsonl_time(value: Any, where: str) -> datetime:
 
 
 def _jsonl_rows(path: str | Path) -> Iterable[tuple[str, dict[str, Any]]]:
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise EvalDataError(f"{where}: not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise EvalDataError(f"{where}: expected a JSON object")
-            yield where, row
+    return json_objects(path, EvalDataError)
 
 
 def load_jsonl(path: str | Path) -> Dataset:
