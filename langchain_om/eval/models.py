@@ -31,6 +31,7 @@ from pydantic import ConfigDict, PrivateAttr
 
 from langchain_om._call_modes import rebind_structured
 from langchain_om._core.tokens import TokenCounter
+from langchain_om._core.truncation import cut_to_tokens
 from langchain_om.eval.scoring import _stem, normalize_answer, token_f1
 from langchain_om.testing import FunctionChatModel, RecordedCall
 
@@ -76,14 +77,39 @@ class MeteredChatModel(BaseChatModel):
     """The wrapped ``BaseChatModel``."""
     counter: Any = None
     """A :class:`TokenCounter` for replies without usage metadata."""
+    output_cap: int | None = None
+    """Cut each reply's text to this many tokens (the call is metered as the model made it)."""
 
     _meter: Meter = PrivateAttr(default_factory=Meter)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @classmethod
-    def wrap(cls, model: BaseChatModel, counter: TokenCounter | None = None) -> MeteredChatModel:
-        """Meter ``model`` (its profile is kept, so memory sees the same model limits)."""
-        return cls(inner=model, counter=counter, profile=getattr(model, "profile", None))
+    def wrap(
+        cls,
+        model: BaseChatModel,
+        counter: TokenCounter | None = None,
+        *,
+        output_cap: int | None = None,
+    ) -> MeteredChatModel:
+        """Meter ``model`` (its profile is kept, so memory sees the same model limits).
+
+        Args:
+            model: the model to meter.
+            counter: counts tokens when a reply has no usage metadata, and for ``output_cap``.
+            output_cap: cut every reply to this many tokens; a model with a ``max_tokens``
+                field is also asked for no more (so it stops early instead of being cut).
+        """
+        inner = model
+        if output_cap is not None and "max_tokens" in type(model).model_fields:
+            limit = getattr(model, "max_tokens", None)
+            if not isinstance(limit, int) or limit > output_cap:
+                inner = model.model_copy(update={"max_tokens": output_cap})
+        return cls(
+            inner=inner,
+            counter=counter,
+            output_cap=output_cap,
+            profile=getattr(model, "profile", None),
+        )
 
     @property
     def meter(self) -> Meter:
@@ -141,6 +167,13 @@ class MeteredChatModel(BaseChatModel):
             self._meter.output_tokens += out
             self._meter.seconds += seconds
 
+    def _capped(self, reply: BaseMessage) -> BaseMessage:
+        if self.output_cap is None or not isinstance(reply.content, str):
+            return reply
+        counter: TokenCounter = self.counter or TokenCounter()
+        text = cut_to_tokens(reply.content, self.output_cap, counter.count_text)
+        return reply if text == reply.content else reply.model_copy(update={"content": text})
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -151,7 +184,7 @@ class MeteredChatModel(BaseChatModel):
         start = time.perf_counter()
         reply = self.inner.invoke(messages, stop=stop, **kwargs)
         self._note(messages, reply, time.perf_counter() - start)
-        return ChatResult(generations=[ChatGeneration(message=reply)])
+        return ChatResult(generations=[ChatGeneration(message=self._capped(reply))])
 
     async def _agenerate(
         self,
@@ -163,7 +196,7 @@ class MeteredChatModel(BaseChatModel):
         start = time.perf_counter()
         reply = await self.inner.ainvoke(messages, stop=stop, **kwargs)
         self._note(messages, reply, time.perf_counter() - start)
-        return ChatResult(generations=[ChatGeneration(message=reply)])
+        return ChatResult(generations=[ChatGeneration(message=self._capped(reply))])
 
 
 class ReplayModel:
