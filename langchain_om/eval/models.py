@@ -167,6 +167,26 @@ class MeteredChatModel(BaseChatModel):
             self._meter.output_tokens += out
             self._meter.seconds += seconds
 
+    def _note_failure(
+        self, messages: Sequence[BaseMessage], exc: Exception, seconds: float
+    ) -> None:
+        """Meter a call that failed after the model answered (its usage is on the error).
+
+        OpenAI-compatible clients raise on a structured reply cut by the output limit
+        (``LengthFinishReasonError``) though the model spent the tokens; other failures count
+        as a call with the input tokens only.
+        """
+        usage = getattr(getattr(exc, "completion", None), "usage", None)
+        inp = int(getattr(usage, "prompt_tokens", 0) or 0) if usage is not None else 0
+        out = int(getattr(usage, "completion_tokens", 0) or 0) if usage is not None else 0
+        if usage is None:
+            inp = (self.counter or TokenCounter()).count_messages(messages)
+        with self._lock:
+            self._meter.calls += 1
+            self._meter.input_tokens += inp
+            self._meter.output_tokens += out
+            self._meter.seconds += seconds
+
     def _capped(self, reply: BaseMessage) -> BaseMessage:
         if self.output_cap is None or not isinstance(reply.content, str):
             return reply
@@ -182,7 +202,11 @@ class MeteredChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         start = time.perf_counter()
-        reply = self.inner.invoke(messages, stop=stop, **kwargs)
+        try:
+            reply = self.inner.invoke(messages, stop=stop, **kwargs)
+        except Exception as exc:
+            self._note_failure(messages, exc, time.perf_counter() - start)
+            raise
         self._note(messages, reply, time.perf_counter() - start)
         return ChatResult(generations=[ChatGeneration(message=self._capped(reply))])
 
@@ -194,7 +218,11 @@ class MeteredChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         start = time.perf_counter()
-        reply = await self.inner.ainvoke(messages, stop=stop, **kwargs)
+        try:
+            reply = await self.inner.ainvoke(messages, stop=stop, **kwargs)
+        except Exception as exc:
+            self._note_failure(messages, exc, time.perf_counter() - start)
+            raise
         self._note(messages, reply, time.perf_counter() - start)
         return ChatResult(generations=[ChatGeneration(message=self._capped(reply))])
 

@@ -1,9 +1,10 @@
-"""The summarization baseline behaves like a sanely configured ``SummarizationMiddleware``."""
+"""Eval systems and metering: the summarization baseline and what memory's model spent."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from langchain_core.messages import BaseMessage
 
 from langchain_om._core.tokens import get_default_counter
@@ -62,3 +63,29 @@ def test_the_cap_also_asks_a_model_with_max_tokens_for_no_more() -> None:
     reply = metered.invoke("hi")
     assert COUNTER.count_text(reply.text) <= 10
     assert metered.meter.output_tokens > 10  # metered as the model made it
+
+
+class _Usage:
+    prompt_tokens = 120
+    completion_tokens = 400
+
+
+class _Completion:
+    usage = _Usage()
+
+
+class _CutOff(Exception):
+    """Like openai's LengthFinishReasonError: the reply hit the output limit."""
+
+    completion = _Completion()
+
+
+def test_a_call_cut_off_by_the_output_limit_is_still_metered() -> None:
+    def reply(messages: list[BaseMessage], info: RecordedCall) -> str:
+        raise _CutOff("length limit reached")
+
+    metered = MeteredChatModel.wrap(FunctionChatModel(function=reply), COUNTER)
+    with pytest.raises(_CutOff):
+        metered.invoke("observe this")
+    meter = metered.meter
+    assert (meter.calls, meter.input_tokens, meter.output_tokens) == (1, 120, 400)
