@@ -1,0 +1,102 @@
+"""Options the config accepts but the engine does not honour yet, refused when it is built.
+
+The config keeps the whole option surface (so a Mastra config can be pasted and validated),
+but an option that would be accepted and then ignored is refused by ``ObservationalMemory(...)``
+with an :class:`~langchain_om.errors.OMConfigError` that names the option, the limitation and
+what to use instead. Each entry says which values are refused: values that give today's
+behaviour anyway (the default, ``False``) stay accepted.
+
+Whoever makes one of these options work removes its entry in the same change, and adds the
+option's behaviour to the option walk in ``tests/unit_tests/test_option_walk.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from langchain_om.config import ObservationalMemoryConfig
+from langchain_om.errors import OMConfigError
+
+__all__ = ["UNBUILT", "Unbuilt", "refuse_unbuilt"]
+
+
+@dataclass(frozen=True)
+class Unbuilt:
+    """One option value the engine refuses until it is implemented."""
+
+    option: str
+    """Dotted snake_case path of the option."""
+    refused: Callable[[ObservationalMemoryConfig], bool]
+    """Whether ``config`` sets the option to a value that would be ignored."""
+    why: str
+    """What is missing, in one sentence."""
+    instead: str
+    """What to do instead."""
+
+    def error(self) -> OMConfigError:
+        """The error naming the option, the limitation and the alternative."""
+        return OMConfigError(
+            f"Option {self.option!r} is not supported yet: {self.why} {self.instead}",
+            option=self.option,
+        )
+
+
+_RESOURCE_RECALL = (
+    "For memory across a user's threads use scope='thread' with retrieval={'scope': "
+    "'resource'}: each thread keeps its own log and the agent gets a recall tool that "
+    "searches every thread of the resource."
+)
+
+UNBUILT: tuple[Unbuilt, ...] = (
+    Unbuilt(
+        "scope",
+        lambda c: c.scope == "resource",
+        "scope='resource' (one observation log shared by all threads of a resource) is not "
+        "implemented; each thread would still keep its own log, so a fact told in one thread "
+        "would never reach another.",
+        _RESOURCE_RECALL,
+    ),
+    Unbuilt(
+        "observation.max_tokens_per_batch",
+        lambda c: c.observation.max_tokens_per_batch != 10_000,
+        "it caps the batches of threads observed together in resource scope, which is not "
+        "implemented; thread scope observes one thread per call.",
+        "Leave it out; observation.message_tokens sets how much one observation covers.",
+    ),
+    Unbuilt(
+        "obscure_thread_ids",
+        lambda c: c.obscure_thread_ids is True,
+        "thread ids enter observation text only in resource scope, which is not implemented; "
+        "in thread scope no thread id reaches the Observer, so there is nothing to hash.",
+        "Leave it out (or set it to False).",
+    ),
+    Unbuilt(
+        "observation.manage_working_memory",
+        lambda c: c.observation.manage_working_memory,
+        "working memory is not implemented.",
+        "Keep a value up to date with observation.extract=[Extractor('Working memory', "
+        "'<what to keep>')] instead.",
+    ),
+    Unbuilt(
+        "reflection.extract",
+        lambda c: bool(c.reflection.extract),
+        "the Reflector does not run extractors; only the Observer does.",
+        "Move the extractors to observation.extract.",
+    ),
+)
+"""Every refused option value, in the order they are checked."""
+
+
+def refuse_unbuilt(
+    config: ObservationalMemoryConfig, entries: tuple[Unbuilt, ...] = UNBUILT
+) -> None:
+    """Raise for the first option of ``config`` that would be accepted and ignored.
+
+    Raises:
+        OMConfigError: ``config`` sets an option in ``entries`` to a refused value; ``option``
+            is its dotted path and the message names the alternative.
+    """
+    for entry in entries:
+        if entry.refused(config):
+            raise entry.error()
