@@ -8,6 +8,7 @@ instead of keeping their own copies.
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -149,3 +150,26 @@ def build_graph(memory: ObservationalMemory, actor: FunctionChatModel) -> Any:
     builder.add_edge("tools", "model")
     add_observational_memory(builder, memory)
     return builder.compile(checkpointer=memory.checkpointer, store=memory.store)
+
+
+# -- resource scope: an Observer that answers per thread ----------------------------------------
+
+
+def thread_observer_reply(messages: list[BaseMessage], info: RecordedCall) -> str:
+    """A scripted multi-thread Observer: one ``<thread id>`` block per thread it was sent.
+
+    Each block holds one line per user message of that thread (its first 12 words), under the
+    fixed date of :data:`FIXED`, so tests can find a fact in the shared log.
+    """
+    prompt = messages[-1].text if messages else ""
+    new = prompt.split("## New Messages to Observe", 1)[-1]
+    blocks = re.findall(r'<thread id="([^"]+)">(.*?)</thread>', new, re.DOTALL)
+    if not blocks:
+        blocks = [("", new)]
+    out = []
+    for label, body in blocks:
+        said = re.findall(r"^User(?: \([^)]*\))?: (.*)$", body, re.MULTILINE)
+        lines = [f"* 🔴 (09:00) User said: {' '.join(s.split()[:12])}" for s in said]
+        text = "Date: Nov 30, 2026\n" + "\n".join(lines or ["* 🟡 (09:00) (nothing new)"])
+        out.append(f'<thread id="{label}">\n{text}\n</thread>' if label else text)
+    return "<observations>\n" + "\n".join(out) + "\n</observations>"
