@@ -24,17 +24,17 @@ from langgraph.store.memory import InMemoryStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from langchain_om._core.tokens import as_token_counter  # noqa: E402
-from langchain_om._plans.effects import Executor, ModelCall, run_async, run_sync  # noqa: E402
-from langchain_om._plans.resource import (  # noqa: E402
+from langchain_om._core.tokens import as_token_counter
+from langchain_om._plans.effects import Executor, ModelCall, run_async, run_sync
+from langchain_om._plans.resource import (
     ResourceHandler,
     observe_resource_plan,
     save_pending_plan,
 )
-from langchain_om._plans.types import TurnEnv  # noqa: E402
-from langchain_om.config import ObservationalMemoryConfig  # noqa: E402
-from langchain_om.locks import LocalThreadLock  # noqa: E402
-from langchain_om.testing import FunctionChatModel  # noqa: E402
+from langchain_om._plans.types import TurnEnv
+from langchain_om.config import ObservationalMemoryConfig
+from langchain_om.locks import LocalThreadLock
+from langchain_om.testing import FunctionChatModel
 
 ANSWER = "<observations>\nDate: Nov 30, 2026\n* 🔴 (09:00) User said things\n</observations>"
 
