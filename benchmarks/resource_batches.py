@@ -25,7 +25,7 @@ from langgraph.store.memory import InMemoryStore
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from langchain_om._core.tokens import as_token_counter
-from langchain_om._plans.effects import Executor, ModelCall, run_async, run_sync
+from langchain_om._plans.effects import ModelCall, run_async, run_sync
 from langchain_om._plans.resource import (
     ResourceHandler,
     observe_resource_plan,
@@ -69,8 +69,10 @@ def _handler(delay: float) -> tuple[ResourceHandler, FunctionChatModel]:
     async def acall(effect: ModelCall) -> Any:
         return await model.ainvoke(list(effect.messages))
 
-    executor = Executor(store=InMemoryStore(), call_model=call, acall_model=acall)
-    return ResourceHandler(executor, LocalThreadLock()), model
+    handler = ResourceHandler(
+        store=InMemoryStore(), call_model=call, acall_model=acall, lock=LocalThreadLock()
+    )
+    return handler, model
 
 
 def _seed(env: TurnEnv, handler: ResourceHandler) -> list[BaseMessage]:

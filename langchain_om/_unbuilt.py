@@ -42,34 +42,20 @@ class Unbuilt:
         )
 
 
-_RESOURCE_RECALL = (
-    "For memory across a user's threads use scope='thread' with retrieval={'scope': "
-    "'resource'}: each thread keeps its own log and the agent gets a recall tool that "
-    "searches every thread of the resource."
-)
-
 UNBUILT: tuple[Unbuilt, ...] = (
     Unbuilt(
-        "scope",
-        lambda c: c.scope == "resource",
-        "scope='resource' (one observation log shared by all threads of a resource) is not "
-        "implemented; each thread would still keep its own log, so a fact told in one thread "
-        "would never reach another.",
-        _RESOURCE_RECALL,
-    ),
-    Unbuilt(
         "observation.max_tokens_per_batch",
-        lambda c: c.observation.max_tokens_per_batch != 10_000,
-        "it caps the batches of threads observed together in resource scope, which is not "
-        "implemented; thread scope observes one thread per call.",
-        "Leave it out; observation.message_tokens sets how much one observation covers.",
+        lambda c: c.scope == "thread" and c.observation.max_tokens_per_batch != 10_000,
+        "it caps the batches of threads observed together in resource scope; thread scope "
+        "observes one thread per call, so it would be ignored.",
+        "Leave it out, or use scope='resource'.",
     ),
     Unbuilt(
         "obscure_thread_ids",
-        lambda c: c.obscure_thread_ids is True,
-        "thread ids enter observation text only in resource scope, which is not implemented; "
-        "in thread scope no thread id reaches the Observer, so there is nothing to hash.",
-        "Leave it out (or set it to False).",
+        lambda c: c.scope == "thread" and c.obscure_thread_ids is True,
+        "thread ids enter observation text only in resource scope; in thread scope no thread "
+        "id reaches the Observer, so there is nothing to hash.",
+        "Leave it out (resource scope hashes them by default), or use scope='resource'.",
     ),
     Unbuilt(
         "observation.manage_working_memory",

@@ -40,6 +40,7 @@ from langchain_om._plans.background import Background
 from langchain_om._plans.cycles import status_event
 from langchain_om._plans.effects import Executor, Plan, run_async, run_sync
 from langchain_om._plans.graph_state import merge_memory
+from langchain_om._plans.resource import ResourceHandler
 from langchain_om._plans.standalone import StandaloneRequest, ThreadState, load_plan, step_plan
 from langchain_om._plans.storage import (
     after_migration,
@@ -206,11 +207,12 @@ class ObservationalMemory:
         self._closers: list[Callable[[], None]] = []
         self._background = Background(manual=background == "manual")
         self._thread_lock: ThreadLock = thread_lock or LocalThreadLock()
-        self._executor = Executor(
+        self._executor: Executor = ResourceHandler(  # resource scope's gathers and CAS
             store=self.store,
             call_model=self._models.call,
             acall_model=self._models.acall,
             background=self._background,
+            lock=self._thread_lock,
         )
         base_env = TurnEnv(
             config=self.config,

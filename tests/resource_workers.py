@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_om._core.resource import ResourceRecord
 from langchain_om._core.tokens import as_token_counter
-from langchain_om._plans.effects import Executor, ModelCall, run_sync
+from langchain_om._plans.effects import ModelCall, run_sync
 from langchain_om._plans.resource import (
     ResourceHandler,
     load_resource_plan,
@@ -57,8 +57,10 @@ def open_handler(spec: dict[str, Any]) -> tuple[Any, ResourceHandler]:
     async def acall(effect: ModelCall) -> Any:
         return await model.ainvoke(list(effect.messages))
 
-    executor = Executor(store=memory.store, call_model=call, acall_model=acall)
-    return memory, ResourceHandler(executor, memory._thread_lock)
+    handler = ResourceHandler(
+        store=memory.store, call_model=call, acall_model=acall, lock=memory._thread_lock
+    )
+    return memory, handler
 
 
 def turn(thread: str, i: int) -> list[BaseMessage]:

@@ -77,6 +77,7 @@ __all__ = [
     "commit_plan",
     "load_resource_plan",
     "observe_resource_plan",
+    "observe_threads_plan",
     "resource_lock_key",
     "save_pending_plan",
 ]
@@ -124,11 +125,17 @@ def resource_lock_key(resource_id: str) -> str:
     return f"resource:{resource_id}"
 
 
-class ResourceHandler:
-    """Carries out :class:`Gather` and :class:`CompareAndSet`; everything else goes to ``base``."""
+class ResourceHandler(Executor):
+    """Memory's executor, which also carries out :class:`Gather` and :class:`CompareAndSet`.
 
-    def __init__(self, base: Executor, lock: ThreadLock) -> None:
-        self.base = base
+    Args:
+        lock: the lock that makes a compare-and-set atomic across the writers that share the
+            store (the engine's thread lock), held on :func:`resource_lock_key`.
+        **kwargs: as for :class:`~langchain_om._plans.effects.Executor`.
+    """
+
+    def __init__(self, *, lock: ThreadLock, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.lock = lock
 
     def execute(self, effect: ResourceEffect) -> Any:
@@ -141,14 +148,12 @@ class ResourceHandler:
                 return [f.result() for f in futures]
         if isinstance(effect, CompareAndSet):
             with self.lock.hold(resource_lock_key(effect.resource_id)):
-                [item] = self.base.store.batch([resource_record_get_op(effect.resource_id)])
+                [item] = self.store.batch([resource_record_get_op(effect.resource_id)])
                 latest = _latest(effect, item)
                 if latest is None:
-                    self.base.store.batch(
-                        [resource_record_put_op(effect.resource_id, effect.value)]
-                    )
+                    self.store.batch([resource_record_put_op(effect.resource_id, effect.value)])
                 return latest
-        return self.base.execute(effect)
+        return super().execute(effect)
 
     async def aexecute(self, effect: ResourceEffect) -> Any:
         """Async twin of :meth:`execute` (sub-plans of a gather as tasks)."""
@@ -156,15 +161,14 @@ class ResourceHandler:
             return list(await asyncio.gather(*(run_async(p, self) for p in effect.plans)))
         if isinstance(effect, CompareAndSet):
             async with hold_async(self.lock, resource_lock_key(effect.resource_id)):
-                [item] = await self.base.store.abatch([resource_record_get_op(effect.resource_id)])
+                [item] = await self.store.abatch([resource_record_get_op(effect.resource_id)])
                 latest = _latest(effect, item)
-                if latest is not None:
-                    return latest
-                await self.base.store.abatch(
-                    [resource_record_put_op(effect.resource_id, effect.value)]
-                )
-                return None
-        return await self.base.aexecute(effect)
+                if latest is None:
+                    await self.store.abatch(
+                        [resource_record_put_op(effect.resource_id, effect.value)]
+                    )
+                return latest
+        return await super().aexecute(effect)
 
 
 def _latest(effect: CompareAndSet, item: Any) -> ResourceRecord | None:
@@ -257,6 +261,22 @@ def observe_resource_plan(
     record, windows = yield from load_resource_plan(resource_id)
     if current is not None:
         windows[current[0]] = list(current[1])
+    return (yield from observe_threads_plan(env, resource_id, record, windows, threshold=threshold))
+
+
+def observe_threads_plan(
+    env: TurnEnv,
+    resource_id: str,
+    record: ResourceRecord,
+    windows: Mapping[str, Sequence[BaseMessage]],
+    *,
+    threshold: int = 0,
+) -> ResourcePlan[ResourceRecord]:
+    """Observe ``windows`` (per thread, minus what ``record`` counts as observed), commit.
+
+    Threads are batched by ``observation.max_tokens_per_batch`` and the batches observed in
+    parallel; their answers are committed together with compare-and-set.
+    """
     todo = _unobserved(record, windows)
     pending = [
         ThreadPending(tid, env.counter.count_messages(msgs), _oldest(msgs))

@@ -10,7 +10,10 @@ one row in :data:`TABLE`:
   (messages and call settings), the events, the record, the window, the memory context and
   the tools.
 - :class:`Refused`: building the engine raises ``OMConfigError`` naming the option, the
-  limitation and the alternative (the options listed in ``langchain_om._unbuilt``).
+  limitation and the alternative (the options listed in ``langchain_om._unbuilt``). Values
+  that stay accepted are listed too: ``observation.max_tokens_per_batch`` and
+  ``obscure_thread_ids`` are refused in thread scope only; what they change in resource scope
+  is tested in ``test_resource_scope`` (batches, hashed labels).
 
 A new option without a row fails :func:`test_every_option_has_a_row`. To make a refused option
 work, drop its entry from ``langchain_om._unbuilt.UNBUILT`` and turn its ``Refused`` row into a
@@ -178,11 +181,13 @@ def _drive(memory: ObservationalMemory, script: Script, clock: Clock, out: list[
         )
         if script.standalone:
             snap = memory.add_messages("t", _turn(i), resource_id="u", actor_model=actor)
-            memory.end_turn(thread_id="t", window=snap.window, record=snap.record)
+            memory.end_turn(thread_id="t", window=snap.window, record=snap.record, resource_id="u")
             record, window = snap.record, snap.window
         else:
             window = window + _turn(i)
-            step = memory.step(thread_id="t", window=window, record=record, actor_model=actor)
+            step = memory.step(
+                thread_id="t", window=window, record=record, resource_id="u", actor_model=actor
+            )
             record, window = step.record, step.window
         if script.background:
             memory.run_background()
@@ -249,9 +254,7 @@ TABLE: list[Changes | Refused] = [
             "reflection": {"model": None},
         },
     ),
-    Refused(
-        "scope", {"scope": "resource"}, "retrieval={'scope': 'resource'}", ({"scope": "thread"},)
-    ),
+    Changes("scope", {}, {"scope": "resource"}, NO_BUFFER),
     Changes("activate_after_idle", {}, {"activate_after_idle": "5m"}, IDLE),
     Changes("activate_on_provider_change", {}, {"activate_on_provider_change": True}, SWITCH),
     Changes("share_token_budget", {}, {"share_token_budget": True}, NO_BUFFER),
@@ -264,7 +267,7 @@ TABLE: list[Changes | Refused] = [
         "obscure_thread_ids",
         {"obscure_thread_ids": True},
         "only in resource scope",
-        ({"obscure_thread_ids": False},),
+        ({"obscure_thread_ids": False}, {"scope": "resource", "obscure_thread_ids": True}),
     ),
     # hooks: the hook is called
     *[
@@ -295,7 +298,10 @@ TABLE: list[Changes | Refused] = [
         "observation.max_tokens_per_batch",
         _obs(max_tokens_per_batch=7_000),
         "resource scope",
-        (_obs(max_tokens_per_batch=10_000),),
+        (
+            _obs(max_tokens_per_batch=10_000),
+            {"scope": "resource", **_obs(max_tokens_per_batch=7_000)},
+        ),
     ),
     Changes("observation.model_settings.temperature", {}, _obs(model_settings={"temperature": 1})),
     Changes(

@@ -1,7 +1,7 @@
 """Resource scope pieces: batching, thread labels, merging, compare-and-set, parallel batches.
 
-The engine still refuses ``scope="resource"`` (see ``test_option_walk``); these tests drive
-the resource plans directly on an in-memory store.
+These tests drive the resource plans directly on an in-memory store; the front doors are
+tested in ``test_resource_frontdoors``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from langchain_om._core.resource import (
     thread_label,
 )
 from langchain_om._core.tokens import as_token_counter
-from langchain_om._plans.effects import Executor, ModelCall, run_async, run_sync
+from langchain_om._plans.effects import ModelCall, run_async, run_sync
 from langchain_om._plans.resource import (
     CompareAndSet,
     ResourceHandler,
@@ -178,8 +178,9 @@ def make_handler(model: FunctionChatModel, store: InMemoryStore | None = None) -
     async def acall(effect: ModelCall) -> Any:
         return await model.ainvoke(list(effect.messages))
 
-    executor = Executor(store=store or InMemoryStore(), call_model=call, acall_model=acall)
-    return ResourceHandler(executor, LocalThreadLock())
+    return ResourceHandler(
+        store=store or InMemoryStore(), call_model=call, acall_model=acall, lock=LocalThreadLock()
+    )
 
 
 def thread_messages(tid: str, n: int, words: int = 20) -> list[BaseMessage]:
