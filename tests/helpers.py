@@ -173,3 +173,24 @@ def thread_observer_reply(messages: list[BaseMessage], info: RecordedCall) -> st
         text = "Date: Nov 30, 2026\n" + "\n".join(lines or ["* 🟡 (09:00) (nothing new)"])
         out.append(f'<thread id="{label}">\n{text}\n</thread>' if label else text)
     return "<observations>\n" + "\n".join(out) + "\n</observations>"
+
+
+def thread_memory_reply(messages: list[BaseMessage], info: RecordedCall) -> str:
+    """Observer as :func:`thread_observer_reply`; as Reflector, keeps each thread's first line
+    per date (and its ``<thread id>`` and ``Date:`` lines)."""
+    prompt = messages[-1].text if messages else ""
+    if "## Observations to Condense" not in prompt:
+        return thread_observer_reply(messages, info)
+    body = prompt.split("## Observations to Condense", 1)[1].split("\n## ", 1)[0]
+    kept: list[str] = []
+    first = False
+    for line in body.splitlines():
+        if line.startswith("<thread id=") or line.startswith("Date:"):
+            kept.append(line)
+            first = True
+        elif line.startswith("</thread>"):
+            kept.append(line)
+        elif line.startswith("* ") and first:
+            kept.append(line)
+            first = False
+    return "<observations>\n" + "\n".join(kept) + "\n</observations>"

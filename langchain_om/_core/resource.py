@@ -30,6 +30,7 @@ __all__ = [
     "ThreadPending",
     "ThreadSection",
     "apply_delta",
+    "apply_reflection",
     "log_text",
     "merge_sections",
     "new_resource_record",
@@ -293,3 +294,32 @@ def coerce_resource_record(value: Any, resource_id: str) -> ResourceRecord:
     if isinstance(value, Mapping) and value.get("v") == RESOURCE_RECORD_VERSION:
         return dict(value)  # type: ignore[return-value]
     return new_resource_record(resource_id)
+
+
+def apply_reflection(
+    latest: ResourceRecord, base: ResourceRecord, condensed: Sequence[Section]
+) -> tuple[ResourceRecord, bool]:
+    """``latest`` with the sections of ``base`` replaced by ``condensed`` (a reflection).
+
+    What was observed after ``base`` was read (lines appended to its sections, new sections)
+    is kept, after the condensed log. When another writer reflected first (the generation
+    moved), nothing changes: the log is not condensed twice.
+    """
+    if latest["generation"] != base["generation"]:
+        return latest, False
+    known = {(s["thread"], s["date"]): len(s["lines"]) for s in base["sections"]}
+    later = [
+        Section(s["thread"], s["date"], tuple(s["lines"][known.get((s["thread"], s["date"]), 0) :]))
+        for s in latest["sections"]
+    ]
+    out = ResourceRecord(
+        **{
+            **latest,
+            "version": latest["version"] + 1,
+            "generation": latest["generation"] + 1,
+            "sections": merge_sections(
+                merge_sections([], condensed), [s for s in later if s.lines]
+            ),
+        }
+    )
+    return out, True

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -33,12 +33,14 @@ from langchain_om._core.dates import iso, message_time
 from langchain_om._core.observer import build_observer_messages, parse_observer_output
 from langchain_om._core.observer_input import FormattedHistory, format_messages_for_observer
 from langchain_om._core.record import new_id
+from langchain_om._core.reflector import build_reflector_messages, compression_start_level
 from langchain_om._core.resource import (
     ResourceDelta,
     ResourceRecord,
     Section,
     ThreadPending,
     apply_delta,
+    apply_reflection,
     coerce_resource_record,
     log_text,
     observed_ids,
@@ -64,6 +66,7 @@ from langchain_om._plans.storage import (
     unpack_pending,
 )
 from langchain_om._plans.types import TurnEnv
+from langchain_om.errors import ReflectorOutputError
 from langchain_om.locks import ThreadLock, hold_async
 
 T = TypeVar("T")
@@ -78,6 +81,7 @@ __all__ = [
     "load_resource_plan",
     "observe_resource_plan",
     "observe_threads_plan",
+    "reflect_resource_plan",
     "resource_lock_key",
     "save_pending_plan",
 ]
@@ -200,17 +204,27 @@ def save_pending_plan(
 
 
 def commit_plan(
-    resource_id: str, base: ResourceRecord, delta: ResourceDelta
+    resource_id: str,
+    base: ResourceRecord,
+    change: ResourceDelta | Callable[[ResourceRecord], tuple[ResourceRecord, bool]],
 ) -> ResourcePlan[ResourceRecord]:
-    """Apply ``delta`` to the stored record with compare-and-set, retrying on conflict.
+    """Apply ``change`` to the stored record with compare-and-set, retrying on conflict.
+
+    Args:
+        resource_id: the resource.
+        base: the record as read before the change was computed.
+        change: an observation's delta, or a function giving ``(new record, changed)`` for the
+            latest record (a reflection).
 
     Returns:
-        The record as stored after the commit (unchanged when every thread of ``delta`` had
-        been observed by another writer already).
+        The record as stored after the commit (the latest one, unchanged, when the change no
+        longer applies: every thread of a delta observed by another writer, or the log
+        reflected by another writer already).
     """
+    apply = (lambda r: apply_delta(r, change)) if isinstance(change, ResourceDelta) else change
     latest = base
     for _ in range(MAX_COMMIT_ATTEMPTS):
-        new, changed = apply_delta(latest, delta)
+        new, changed = apply(latest)
         if not changed:
             return latest
         conflict = yield CompareAndSet(resource_id, latest["version"], new)
@@ -220,6 +234,52 @@ def commit_plan(
     raise RuntimeError(
         f"resource {resource_id!r}: {MAX_COMMIT_ATTEMPTS} compare-and-set conflicts in a row"
     )
+
+
+REFLECTION_NOTE = (
+    'The observations are grouped in <thread id="..."> blocks, one per conversation thread of '
+    "the same user. Keep that grouping: inside <observations>, write one block per thread, "
+    "with the same id, and close each with </thread>."
+)
+
+
+def reflect_resource_plan(
+    env: TurnEnv, resource_id: str, record: ResourceRecord, *, thread_id: str
+) -> ResourcePlan[ResourceRecord]:
+    """Condense the shared log into a new generation (one Reflector call), commit it."""
+    cfg = env.config.reflection
+    text = log_text(record["sections"])
+    instruction = "\n\n".join(t for t in (cfg.instruction, REFLECTION_NOTE) if t)
+    prompt = build_reflector_messages(
+        observations=text,
+        level=compression_start_level(env.model_id("reflector", env.counter.count_text(text))),
+        instruction=instruction,
+        target_tokens=max(1, cfg.observation_tokens_abs // 2),
+        skip_continuation_hints=True,
+    )
+    result = yield ModelCall(
+        role="reflector",
+        messages=prompt,
+        input_tokens=env.counter.count_messages(prompt),
+        thread_id=thread_id,
+        resource_id=resource_id,
+        trigger="turn-sync",
+    )
+    parsed = parse_observer_output(_answer(result))
+    labels = list(dict.fromkeys(s["thread"] for s in record["sections"]))
+    condensed = split_threads(parsed.observations, labels)
+    if not condensed:
+        raise ReflectorOutputError("The Reflector returned no observations.", raw=parsed.raw)
+    return (
+        yield from commit_plan(
+            resource_id, record, lambda latest: apply_reflection(latest, record, condensed)
+        )
+    )
+
+
+def _answer(result: Any) -> str:
+    message = getattr(result, "message", result)
+    return message.text if isinstance(message, BaseMessage) else str(message)
 
 
 def _unobserved(
@@ -369,10 +429,7 @@ def _observe_batch(
         resource_id=resource_id,
         trigger="turn-sync",
     )
-    message = getattr(result, "message", result)
-    parsed = parse_observer_output(
-        message.text if isinstance(message, BaseMessage) else str(message)
-    )
+    parsed = parse_observer_output(_answer(result))
     hints = {
         k: v
         for k, v in (

@@ -13,7 +13,9 @@ observation log is the resource's (see :mod:`langchain_om._plans.resource`). Per
    of the other threads' recent unobserved messages, so rendering, status and every front
    door work as in thread scope.
 
-Async buffering does not run in resource scope.
+When the shared log reaches ``reflection.observation_tokens`` it is condensed (one Reflector
+call, committed with compare-and-set; what was observed meanwhile is kept after it). Async
+buffering does not run in resource scope.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from langchain_om._plans.resource import (
     ResourcePlan,
     load_resource_plan,
     observe_threads_plan,
+    reflect_resource_plan,
     save_pending_plan,
 )
 from langchain_om._plans.storage import observed_plan
@@ -88,6 +91,8 @@ def resource_turn_plan(env: TurnEnv, inp: TurnInput) -> ResourcePlan[TurnOutcome
     yield from _leave(env, out, shared)
     if inp.allow_observe and inp.sync_cycles:
         shared = yield from _observe_due(env, inp, out, shared, windows)
+    if inp.allow_reflect and (inp.sync_cycles or inp.force_reflect):
+        shared = yield from _reflect_due(env, inp, out, shared)
     yield from save_pending_plan(env, resource_id, inp.thread_id, out.window)
     others = {t: w for t, w in windows.items() if t != inp.thread_id}
     out.record = _view(env, inp, out.record, shared, others, now)
@@ -167,6 +172,45 @@ def _observe_due(
     if hooks.on_observation_end is not None:
         yield HookCall("on_observation_end", hooks.on_observation_end, payload)
     yield from _leave(env, out, shared)
+    return shared
+
+
+def _reflect_due(
+    env: TurnEnv, inp: TurnInput, out: TurnOutcome, shared: ResourceRecord
+) -> ResourcePlan[ResourceRecord]:
+    """Condense the shared log when it reaches ``reflection.observation_tokens``."""
+    tokens = env.counter.count_text(log_text(shared["sections"])) if shared["sections"] else 0
+    if not tokens or not (
+        inp.force_reflect or tokens >= env.config.reflection.observation_tokens_abs
+    ):
+        return shared
+    hooks = env.config.hooks
+    payload: dict[str, Any] = {
+        "thread_id": inp.thread_id,
+        "resource_id": inp.resource_id,
+        "trigger": inp.trigger,
+    }
+    if hooks.on_reflection_start is not None:
+        yield HookCall("on_reflection_start", hooks.on_reflection_start, payload)
+    try:
+        shared = yield from reflect_resource_plan(
+            env, shared["resource_id"], shared, thread_id=inp.thread_id
+        )
+    except Exception as exc:
+        if hooks.on_reflection_end is not None:
+            yield HookCall("on_reflection_end", hooks.on_reflection_end, {**payload, "error": exc})
+        if inp.trigger == "manual":
+            raise
+        logger.warning(
+            "resource reflection failed for thread %r (%s); the log stays as it is",
+            inp.thread_id,
+            type(exc).__name__,
+        )
+        out.errors.append(exc)
+        return shared
+    if hooks.on_reflection_end is not None:
+        yield HookCall("on_reflection_end", hooks.on_reflection_end, payload)
+    out.reflected = True
     return shared
 
 

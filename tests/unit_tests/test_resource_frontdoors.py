@@ -17,7 +17,13 @@ from langchain_core.runnables import RunnableConfig
 from langchain_om import ObservationalChatMessageHistory, ObservationalMemory
 from langchain_om.errors import OMUsageError
 from langchain_om.testing import FunctionChatModel, RecordedCall
-from tests.helpers import FIXED, build_agent, build_graph, thread_observer_reply
+from tests.helpers import (
+    FIXED,
+    build_agent,
+    build_graph,
+    thread_memory_reply,
+    thread_observer_reply,
+)
 
 FACT = "Zelda lives in Oslo"
 FILLER = "and here is some more about my week " * 6
@@ -156,3 +162,18 @@ def test_every_message_is_observed_once_and_the_window_shrinks() -> None:
 
 def messages_text(messages: list[BaseMessage]) -> str:
     return "\n".join(m.text for m in messages)
+
+
+def test_the_shared_log_is_reflected_and_keeps_what_came_after() -> None:
+    memory = resource_memory(
+        model=FunctionChatModel(function=thread_memory_reply),
+        reflection={"observation_tokens": 150},
+    )
+    model = actor()
+    via_standalone(memory, model, "A", "u1", f"{FACT}. {FILLER}")
+    for i in range(14):
+        via_standalone(memory, model, "B" if i % 2 else "A", "u1", f"turn {i}: {FILLER}")
+    snap = memory.status(thread_id="B")
+    assert snap.record["generation"] >= 1
+    assert FACT in snap.observations  # the first line of its thread and date is kept
+    assert snap.record["observation_tokens"] < 300

@@ -19,6 +19,7 @@ from langchain_om._core.resource import (
     Section,
     ThreadPending,
     apply_delta,
+    apply_reflection,
     log_text,
     merge_sections,
     new_resource_record,
@@ -295,3 +296,18 @@ def test_no_message_is_observed_twice_across_passes(cap: int) -> None:
     second = run_sync(observe_resource_plan(env, "u", current=("A", window)), handler)
     ids = second["cursors"]["A"]
     assert len(ids) == len(set(ids)) == 6 and first["cursors"]["A"] == ids[:4]
+
+
+def test_a_reflection_keeps_what_was_observed_meanwhile_and_never_runs_twice() -> None:
+    base, _ = apply_delta(new_resource_record("u"), delta("d1", "A", ["a1"], "* A one"))
+    latest, _ = apply_delta(base, delta("d2", "A", ["a2"], "* A two"))  # observed meanwhile
+    latest, _ = apply_delta(latest, delta("d3", "B", ["b1"], "* B one"))
+    condensed = [Section("A", "Nov 30, 2026", ("* A condensed",))]
+    out, changed = apply_reflection(latest, base, condensed)
+    assert changed and out["generation"] == 1 and out["version"] == latest["version"] + 1
+    assert [(s["thread"], s["lines"]) for s in out["sections"]] == [
+        ("A", ["* A condensed", "* A two"]),
+        ("B", ["* B one"]),
+    ]
+    again, changed = apply_reflection(out, base, condensed)  # the generation moved on
+    assert not changed and again is out
