@@ -9,7 +9,19 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "langchain_om"
-FRONT_DOORS = ("middleware", "graph", "history", "tools", "cli", "engine")
+FRONT_DOORS = (
+    "middleware",
+    "graph",
+    "history",
+    "tools",
+    "cli",
+    "engine",
+    # the private modules the front doors are split into
+    "_engine_io",
+    "_cli_backend",
+    "_cli_console",
+    "_cli_replay",
+)
 LOWER_LAYERS = ("langchain_om._core", "langchain_om._plans")
 
 
