@@ -48,6 +48,7 @@ from langchain_om._config_rules import (
     failure_policy_rule,
     nested_model,
     numeric_rule,
+    one_of,
     positive_tokens,
     resolve_fraction,
     sub_config,
@@ -120,30 +121,37 @@ _BlockAfter = Annotated[
         lambda x: x >= 1,
     ),
 ]
+_ScopeChoice = Literal["thread", "resource"]
 _Scope = Annotated[
-    Literal["thread", "resource"],
-    check_rule(
-        lambda v: v in ("thread", "resource"),
-        "'thread' or 'resource'",
-        "Use 'thread' (one log per conversation) or 'resource' (one log per user).",
+    _ScopeChoice,
+    one_of(
+        _ScopeChoice, "Use 'thread' (one log per conversation) or 'resource' (one log per user)."
     ),
 ]
+_OutputChoice = Literal["text", "structured", "auto"]
 _Output = Annotated[
-    Literal["text", "structured", "auto"],
-    check_rule(
-        lambda v: v in ("text", "structured", "auto"),
-        "'text', 'structured' or 'auto'",
+    _OutputChoice,
+    one_of(
+        _OutputChoice,
         "Use 'text' (tagged text, the default), 'structured' (a JSON schema through "
         "with_structured_output) or 'auto' (structured for models on a local server).",
     ),
 ]
+_PromptChoice = Literal["default", "compact", "auto"]
 _Prompt = Annotated[
-    Literal["default", "compact", "auto"],
-    check_rule(
-        lambda v: v in ("default", "compact", "auto"),
-        "'default', 'compact' or 'auto'",
+    _PromptChoice,
+    one_of(
+        _PromptChoice,
         "Use 'default', 'compact' (a short prompt for small models) or 'auto' (compact for "
         "models of at most 4B parameters and local servers).",
+    ),
+]
+_RecallScopeChoice = Literal["resource", "thread"]
+_RecallScope = Annotated[
+    _RecallScopeChoice,
+    one_of(
+        _RecallScopeChoice,
+        "Use 'resource' to search all threads of the user, 'thread' for the current one.",
     ),
 ]
 _Hook = Annotated[
@@ -454,14 +462,7 @@ class RetrievalConfig(_Options):
 
     vector: StrictBool = False
     """Add semantic search through a vector-indexed store and an embedder."""
-    scope: Annotated[
-        Literal["resource", "thread"],
-        check_rule(
-            lambda v: v in ("resource", "thread"),
-            "'resource' or 'thread'",
-            "Use 'resource' to search all threads of the user, 'thread' for the current one.",
-        ),
-    ] = "resource"
+    scope: _RecallScope = "resource"
     """Search all threads of the resource ('resource') or only the current thread ('thread')."""
     instructions: str | None = None
     """Text appended to the built-in recall guidance."""

@@ -145,28 +145,12 @@ class _RecordingChatModel(AnsweringChatModel):
 
     # --- BaseChatModel drivers (one line of I/O each) ------------------------------------------
 
-    def _message(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None,
-        kwargs: dict[str, Any],
-        *,
-        streamed: bool,
-    ) -> AIMessage:
-        call = self._record(messages, stop, kwargs, async_=False, streamed=streamed)
+    def _message(self, call: RecordedCall) -> AIMessage:
         if self.delay:
             time.sleep(self.delay)
         return self._finish(call, self._reply(call))
 
-    async def _amessage(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None,
-        kwargs: dict[str, Any],
-        *,
-        streamed: bool,
-    ) -> AIMessage:
-        call = self._record(messages, stop, kwargs, async_=True, streamed=streamed)
+    async def _amessage(self, call: RecordedCall) -> AIMessage:
         if self.delay:
             await asyncio.sleep(self.delay)
         return self._finish(call, await self._areply(call))
@@ -174,12 +158,13 @@ class _RecordingChatModel(AnsweringChatModel):
     def _answer(
         self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
     ) -> AIMessage:
-        return self._message(messages, stop, kwargs, streamed=False)
+        return self._message(self._record(messages, stop, kwargs, async_=False, streamed=False))
 
     async def _aanswer(
         self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
     ) -> AIMessage:
-        return await self._amessage(messages, stop, kwargs, streamed=False)
+        call = self._record(messages, stop, kwargs, async_=True, streamed=False)
+        return await self._amessage(call)
 
     def _stream(
         self,
@@ -188,7 +173,8 @@ class _RecordingChatModel(AnsweringChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        yield from reply_chunks(self._message(messages, stop, kwargs, streamed=True))
+        call = self._record(messages, stop, kwargs, async_=False, streamed=True)
+        yield from reply_chunks(self._message(call))
 
     async def _astream(
         self,
@@ -197,7 +183,8 @@ class _RecordingChatModel(AnsweringChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        for chunk in reply_chunks(await self._amessage(messages, stop, kwargs, streamed=True)):
+        call = self._record(messages, stop, kwargs, async_=True, streamed=True)
+        for chunk in reply_chunks(await self._amessage(call)):
             yield chunk
 
     # --- identity ------------------------------------------------------------------------------
