@@ -23,11 +23,12 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langchain_om._actor import ActorEnvs
+from langchain_om._core.callable_tokens import MessageCounter, as_token_counter
 from langchain_om._core.dates import iso
 from langchain_om._core.recall import recall_instructions
 from langchain_om._core.record import check_owner, coerce_record, new_record
 from langchain_om._core.render import MemoryContext, render_memory
-from langchain_om._core.tokens import MessageCounter, TokenCounter, as_token_counter
+from langchain_om._core.tokens import TokenCounter
 from langchain_om._core.types import OMRecord
 from langchain_om._engine_io import (
     EndTurnOptions,
