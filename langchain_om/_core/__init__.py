@@ -27,6 +27,8 @@ Modules:
     labels: thread/resource ids as store namespace labels.
     sanitize: NUL and lone surrogates replaced for storage.
     backoff: damping failed cycles across turns.
+    branches: archive branches, so forks and time travel never overwrite each other's messages.
+    redact: error summaries safe to show to end users (secrets masked).
     structured: the schema of structured Observer/Reflector replies and their text rendering.
     output_modes: which output mode and Observer prompt variant a model gets.
     invented: observation lines about tool calls no observed message contains.
