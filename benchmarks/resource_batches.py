@@ -24,7 +24,7 @@ from langgraph.store.memory import InMemoryStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from langchain_om._core.tokens import as_token_counter
+from langchain_om._core.callable_tokens import as_token_counter
 from langchain_om._plans.effects import ModelCall, run_async, run_sync
 from langchain_om._plans.resource import (
     ResourceHandler,

@@ -14,8 +14,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from langchain_om._core.callable_tokens import as_token_counter
 from langchain_om._core.resource import ResourceRecord
-from langchain_om._core.tokens import as_token_counter
 from langchain_om._plans.effects import ModelCall, run_sync
 from langchain_om._plans.resource import (
     ResourceHandler,
@@ -58,7 +58,7 @@ def open_handler(spec: dict[str, Any]) -> tuple[Any, ResourceHandler]:
         return await model.ainvoke(list(effect.messages))
 
     handler = ResourceHandler(
-        store=memory.store, call_model=call, acall_model=acall, lock=memory._thread_lock
+        store=memory.store, call_model=call, acall_model=acall, lock=memory._runs.lock
     )
     return memory, handler
 

@@ -14,6 +14,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.store.memory import InMemoryStore
 
+from langchain_om._core.callable_tokens import as_token_counter
 from langchain_om._core.resource import (
     ResourceDelta,
     Section,
@@ -27,7 +28,6 @@ from langchain_om._core.resource import (
     split_threads,
     thread_label,
 )
-from langchain_om._core.tokens import as_token_counter
 from langchain_om._plans.effects import ModelCall, run_async, run_sync
 from langchain_om._plans.resource import (
     CompareAndSet,
