@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -60,19 +61,23 @@ _LINE_CHARS = 300
 
 
 def _require_resource(inp: TurnInput) -> str:
-    if not inp.resource_id:
+    """The step's resource: the one named, else the thread's owner (as in thread scope)."""
+    owner = inp.record["resource_id"] if inp.record is not None else None
+    resource_id = inp.resource_id or owner
+    if not resource_id:
         raise OMUsageError(
             "scope='resource' shares one memory across the threads of a resource, so every "
             "step needs a resource id: pass resource_id=... (standalone and history adapter) "
             "or config={'configurable': {'thread_id': ..., 'resource_id': ...}} (agents and "
             "graphs)."
         )
-    return inp.resource_id
+    return resource_id
 
 
 def resource_turn_plan(env: TurnEnv, inp: TurnInput) -> ResourcePlan[TurnOutcome]:
     """One step of ``inp.thread_id`` in resource scope (see the module docstring)."""
     resource_id = _require_resource(inp)
+    inp = replace(inp, resource_id=resource_id)
     now = env.now()
     record = inp.record or new_record(
         thread_id=inp.thread_id,

@@ -598,7 +598,10 @@ def forget_plan(thread_id: str, resource_id: str | None) -> Plan[None]:
         if not items:
             break
         yield StoreBatch([PutOp(search, item.key, None) for item in items])
-    yield StoreBatch([state_delete_op(thread_id), PutOp(threads_ns(resource_id), thread_id, None)])
+    pending = [pending_delete_op(resource_id, thread_id)] if resource_id else []
+    yield StoreBatch(
+        [state_delete_op(thread_id), PutOp(threads_ns(resource_id), thread_id, None), *pending]
+    )
 
 
 READ_PAGE = 1000
@@ -756,6 +759,11 @@ def pending_put_op(
     return PutOp(
         resource_ns(resource_id), PENDING_PREFIX + thread_label(thread_id), value, index=False
     )
+
+
+def pending_delete_op(resource_id: str, thread_id: str) -> PutOp:
+    """Delete op for a thread's stored unobserved messages (resource scope)."""
+    return PutOp(resource_ns(resource_id), PENDING_PREFIX + thread_label(thread_id), None)
 
 
 def pending_list_op(resource_id: str) -> SearchOp:

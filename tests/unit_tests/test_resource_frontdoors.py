@@ -177,3 +177,13 @@ def test_the_shared_log_is_reflected_and_keeps_what_came_after() -> None:
     assert snap.record["generation"] >= 1
     assert FACT in snap.observations  # the first line of its thread and date is kept
     assert snap.record["observation_tokens"] < 300
+
+
+def test_forget_removes_the_threads_unobserved_messages_from_the_others_view() -> None:
+    memory = resource_memory(observation={"message_tokens": 50_000, "buffer_tokens": False})
+    model = actor()
+    via_standalone(memory, model, "A", "u1", "a secret in A")
+    memory.forget(thread_id="A", resource_id="u1")
+    model.reset()
+    via_standalone(memory, model, "B", "u1", "hello from B")
+    assert "secret" not in system_text(model.calls[0])
