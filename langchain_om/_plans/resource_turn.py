@@ -146,8 +146,10 @@ def _observe_due(
     """Observe every thread's unobserved messages when they reach the threshold."""
     seen = observed_ids(shared)
     forced = inp.force_observe or inp.context_overflow
+    # Other threads' stored messages are taken whole, up to a safe cut (never a tool call
+    # without its result): their last turn was answered, or is answered from their own window.
     todo = {
-        tid: _cut([m for m in msgs if m.id not in seen.get(tid, set())], keep_current_turn=True)
+        tid: _cut([m for m in msgs if m.id not in seen.get(tid, set())], keep_current_turn=False)
         for tid, msgs in windows.items()
         if tid != inp.thread_id
     }
