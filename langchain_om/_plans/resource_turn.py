@@ -53,7 +53,12 @@ from langchain_om.errors import CycleFailedError, OMUsageError
 
 logger = logging.getLogger("langchain_om")
 
-__all__ = ["OTHER_THREADS_TOKENS", "other_threads_text", "resource_turn_plan"]
+__all__ = [
+    "OTHER_THREADS_TOKENS",
+    "other_threads_text",
+    "resource_turn_plan",
+    "shared_view_plan",
+]
 
 OTHER_THREADS_TOKENS = 2_000
 """Budget of the other threads' recent unobserved messages shown to the agent."""
@@ -100,7 +105,7 @@ def resource_turn_plan(env: TurnEnv, inp: TurnInput) -> ResourcePlan[TurnOutcome
         shared = yield from _reflect_due(env, inp, out, shared)
     yield from save_pending_plan(env, resource_id, inp.thread_id, out.window)
     others = {t: w for t, w in windows.items() if t != inp.thread_id}
-    out.record = _view(env, inp, out.record, shared, others, now)
+    out.record = _view(env, out.record, shared, others, now, actor_model=inp.actor_model)
     out.status = status_event(
         env, out.record, env.counter.count_messages(out.window), inp.step_number
     )
@@ -277,16 +282,34 @@ def other_threads_text(
     return head + "\n" + "\n".join(lines)
 
 
+def shared_view_plan(env: TurnEnv, record: OMRecord) -> ResourcePlan[OMRecord]:
+    """``record`` with the resource's log and other threads' messages as stored now.
+
+    For reads between steps (``status``, ``get_context``): another thread may have observed
+    since this thread's last step. Records of thread scope are returned as they are.
+    """
+    resource_id = record["resource_id"]
+    if env.config.scope != "resource" or not resource_id:
+        return record
+    shared, windows = yield from load_resource_plan(resource_id)
+    others = {t: w for t, w in windows.items() if t != record["thread_id"]}
+    view = _view(env, record, shared, others, env.now())
+    view["last_activity_at"] = record["last_activity_at"]
+    return view
+
+
 def _view(
     env: TurnEnv,
-    inp: TurnInput,
     record: OMRecord,
     shared: ResourceRecord,
     others: Mapping[str, Sequence[BaseMessage]],
     now: datetime,
+    *,
+    actor_model: str | None = None,
 ) -> OMRecord:
     """``record`` showing the shared log and the other threads' recent messages."""
-    label = thread_label(inp.thread_id, obscure=env.config.effective_obscure_thread_ids)
+    thread_id = record["thread_id"]
+    label = thread_label(thread_id, obscure=env.config.effective_obscure_thread_ids)
     view: dict[str, Any] = dict(record)
     groups = []
     log = log_text(shared["sections"])
@@ -308,7 +331,7 @@ def _view(
                 tokens=env.counter.count_text(recent),
                 message_ids=[],
                 observed_at=iso(now),
-                group_id=stable_id("recent", shared["resource_id"], inp.thread_id),
+                group_id=stable_id("recent", shared["resource_id"], thread_id),
             )
         )
     view["groups"] = groups
@@ -316,6 +339,6 @@ def _view(
     view["generation"] = shared["generation"]
     view["hints"] = dict(shared["hints"])
     view["last_activity_at"] = iso(now)
-    if inp.actor_model:
-        view["last_actor_model"] = inp.actor_model
+    if actor_model:
+        view["last_actor_model"] = actor_model
     return view  # type: ignore[return-value]

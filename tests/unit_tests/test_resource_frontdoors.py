@@ -187,3 +187,14 @@ def test_forget_removes_the_threads_unobserved_messages_from_the_others_view() -
     model.reset()
     via_standalone(memory, model, "B", "u1", "hello from B")
     assert "secret" not in system_text(model.calls[0])
+
+
+def test_get_context_shows_what_another_thread_observed_since_this_threads_last_step() -> None:
+    memory = resource_memory()
+    model = actor()
+    via_standalone(memory, model, "B", "u1", "hello from B")  # B's last step: nothing observed
+    via_standalone(memory, model, "A", "u1", f"{FACT}. {FILLER}")
+    for i in range(4):
+        via_standalone(memory, model, "A", "u1", f"turn {i}: {FILLER}")
+    context = memory.get_context(thread_id="B", resource_id="u1")
+    assert FACT in context[0].text and context[0].type == "system"
