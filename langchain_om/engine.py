@@ -42,7 +42,7 @@ from langchain_om._logging import log_event
 from langchain_om._plans.background import Background
 from langchain_om._plans.effects import Plan
 from langchain_om._plans.resource import ResourceHandler
-from langchain_om._plans.resource_turn import shared_view_plan
+from langchain_om._plans.resource_turn import OTHERS_TOKENS_KEY, shared_view_plan
 from langchain_om._plans.standalone import StandaloneRequest, ThreadState, load_plan, step_plan
 from langchain_om._plans.storage import (
     after_migration,
@@ -388,7 +388,9 @@ class ObservationalMemory:
         if rec is None:
             return False
         _, env = self._actor_env(actor_model, rec)
-        return sync_observation_due(env, rec, env.counter.count_messages(window), rec["thread_id"])
+        others = int(rec.get(OTHERS_TOKENS_KEY) or 0)  # type: ignore[call-overload]
+        tokens = env.counter.count_messages(window) + others  # resource scope: all threads count
+        return sync_observation_due(env, rec, tokens, rec["thread_id"])
 
     def should_reflect(
         self, record: OMRecord | dict[str, Any] | None, *, actor_model: Any = None

@@ -54,12 +54,16 @@ from langchain_om.errors import CycleFailedError, OMUsageError
 logger = logging.getLogger("langchain_om")
 
 __all__ = [
+    "OTHERS_TOKENS_KEY",
     "OTHER_THREADS_TOKENS",
     "other_threads_text",
     "resource_turn_plan",
     "shared_view_plan",
 ]
 
+OTHERS_TOKENS_KEY = "resource_others_tokens"
+"""Record key (resource scope): unobserved tokens of the resource's other threads, which count
+toward the threshold with the thread's own window (the graph's routers read it)."""
 OTHER_THREADS_TOKENS = 2_000
 """Budget of the other threads' recent unobserved messages shown to the agent."""
 _LINE_CHARS = 300
@@ -159,9 +163,13 @@ def _observe_due(
         if tid != inp.thread_id
     }
     todo[inp.thread_id] = _cut(out.window, keep_current_turn=not inp.force_observe)
-    total = sum(env.counter.count_messages(m) for m in todo.values() if m)
+    # As in thread scope, the whole window counts toward the threshold; the cut keeps the
+    # current turn out of the observation.
+    total = env.counter.count_messages(out.window) + _others_tokens(
+        env, shared, windows, inp.thread_id
+    )
     threshold = env.message_threshold(out.record)
-    if total == 0 or (not forced and total < threshold):
+    if not any(todo.values()) or (not forced and total < threshold):
         return shared
     hooks = env.config.hooks
     payload: dict[str, Any] = {
@@ -185,6 +193,18 @@ def _observe_due(
         yield HookCall("on_observation_end", hooks.on_observation_end, payload)
     yield from _leave(env, out, shared)
     return shared
+
+
+def _others_tokens(
+    env: TurnEnv, shared: ResourceRecord, windows: Mapping[str, Sequence[BaseMessage]], tid: str
+) -> int:
+    """Unobserved tokens of the resource's threads other than ``tid``."""
+    seen = observed_ids(shared)
+    return sum(
+        env.counter.count_messages(rest)
+        for other, msgs in windows.items()
+        if other != tid and (rest := [m for m in msgs if m.id not in seen.get(other, set())])
+    )
 
 
 def _reflect_due(
@@ -334,6 +354,7 @@ def _view(
                 group_id=stable_id("recent", shared["resource_id"], thread_id),
             )
         )
+    view[OTHERS_TOKENS_KEY] = _others_tokens(env, shared, others, thread_id)
     view["groups"] = groups
     view["observation_tokens"] = tokens
     view["generation"] = shared["generation"]

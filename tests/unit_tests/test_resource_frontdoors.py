@@ -198,3 +198,17 @@ def test_get_context_shows_what_another_thread_observed_since_this_threads_last_
         via_standalone(memory, model, "A", "u1", f"turn {i}: {FILLER}")
     context = memory.get_context(thread_id="B", resource_id="u1")
     assert FACT in context[0].text and context[0].type == "system"
+
+
+@pytest.mark.parametrize("name", ["agent", "graph"])
+def test_other_threads_messages_count_toward_the_threshold(name: str) -> None:
+    memory = resource_memory()
+    model = actor()
+    DOORS[name](memory, model, "A", "u1", f"{FACT}. " + "some words " * 90)  # ~200: below
+    build = build_agent if name == "agent" else build_graph
+    app = build(memory, model)
+    hello = HumanMessage("hi " + "more words " * 30)  # ~70 tokens: together above 250
+    app.invoke({"messages": [hello]}, cfg("B", "u1"))
+    record = app.get_state(cfg("B", "u1")).values["om_record"]
+    assert record["groups"] and "Shared across" in record["groups"][0]["text"]
+    assert FACT in record["groups"][0]["text"]
