@@ -92,6 +92,29 @@ def drive(spec: dict[str, Any]) -> None:
         memory.close()
 
 
+def resource_memory(spec: dict[str, Any]) -> Any:
+    """A resource-scope memory on ``spec``'s backend, with the per-thread scripted Observer."""
+    return open_memory(
+        spec,
+        model=FunctionChatModel(function=thread_observer_reply, delay=0.01),
+        scope="resource",
+        observation={"message_tokens": 120, "buffer_tokens": False, "max_tokens_per_batch": 150},
+        obscure_thread_ids=False,
+    )
+
+
+def drive_standalone(spec: dict[str, Any]) -> None:
+    """Run ``spec["turns"]`` turns on ``spec["thread"]`` through ``add_messages``."""
+    memory = resource_memory(spec)
+    rng = random.Random(spec["thread"])
+    try:
+        for i in range(spec["turns"]):
+            memory.add_messages(spec["thread"], turn(spec["thread"], i), resource_id=RESOURCE)
+            time.sleep(rng.random() * 0.01)
+    finally:
+        memory.close()
+
+
 def stored_record(spec: dict[str, Any]) -> ResourceRecord:
     """The resource's record as stored."""
     memory, handler = open_handler(spec)
