@@ -21,15 +21,17 @@ buffering does not run in resource scope.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
 
 from langchain_om._core.dates import iso, message_time, stamp_messages
 from langchain_om._core.record import make_group, new_id, new_record, stable_id
+from langchain_om._core.redact import error_summary
 from langchain_om._core.resource import (
     ResourceRecord,
     log_text,
@@ -50,6 +52,7 @@ from langchain_om._plans.resource import (
 from langchain_om._plans.storage import observed_plan
 from langchain_om._plans.types import TurnEnv, TurnInput, TurnOutcome, emit_event
 from langchain_om.errors import CycleFailedError, OMUsageError
+from langchain_om.events import ObservationEndEvent, ObservationFailedEvent, ObservationStartEvent
 
 logger = logging.getLogger("langchain_om")
 
@@ -171,26 +174,16 @@ def _observe_due(
     threshold = env.message_threshold(out.record)
     if not any(todo.values()) or (not forced and total < threshold):
         return shared
-    hooks = env.config.hooks
-    payload: dict[str, Any] = {
-        "thread_id": inp.thread_id,
-        "resource_id": inp.resource_id,
-        "trigger": inp.trigger,
-    }
-    if hooks.on_observation_start is not None:
-        yield HookCall("on_observation_start", hooks.on_observation_start, payload)
+    cycle = _Cycle(env, inp, out.record, "observation", total, sorted(t for t in todo if todo[t]))
+    yield from cycle.start()
     try:
         shared = yield from observe_threads_plan(
             env, shared["resource_id"], shared, todo, threshold=0 if forced else threshold
         )
     except Exception as exc:
-        if hooks.on_observation_end is not None:
-            yield HookCall(
-                "on_observation_end", hooks.on_observation_end, {**payload, "error": exc}
-            )
+        yield from cycle.failed(exc)
         return _failed(env, inp, out, shared, exc)
-    if hooks.on_observation_end is not None:
-        yield HookCall("on_observation_end", hooks.on_observation_end, payload)
+    yield from cycle.end(shared)
     yield from _leave(env, out, shared)
     return shared
 
@@ -216,21 +209,14 @@ def _reflect_due(
         inp.force_reflect or tokens >= env.config.reflection.observation_tokens_abs
     ):
         return shared
-    hooks = env.config.hooks
-    payload: dict[str, Any] = {
-        "thread_id": inp.thread_id,
-        "resource_id": inp.resource_id,
-        "trigger": inp.trigger,
-    }
-    if hooks.on_reflection_start is not None:
-        yield HookCall("on_reflection_start", hooks.on_reflection_start, payload)
+    cycle = _Cycle(env, inp, out.record, "reflection", tokens, [])
+    yield from cycle.start()
     try:
         shared = yield from reflect_resource_plan(
             env, shared["resource_id"], shared, thread_id=inp.thread_id
         )
     except Exception as exc:
-        if hooks.on_reflection_end is not None:
-            yield HookCall("on_reflection_end", hooks.on_reflection_end, {**payload, "error": exc})
+        yield from cycle.failed(exc)
         if inp.trigger == "manual":
             raise
         logger.warning(
@@ -240,10 +226,83 @@ def _reflect_due(
         )
         out.errors.append(exc)
         return shared
-    if hooks.on_reflection_end is not None:
-        yield HookCall("on_reflection_end", hooks.on_reflection_end, payload)
+    yield from cycle.end(shared)
     out.reflected = True
     return shared
+
+
+@dataclass
+class _Cycle:
+    """Hooks and events around one resource observation or reflection."""
+
+    env: TurnEnv
+    inp: TurnInput
+    record: OMRecord
+    operation: Literal["observation", "reflection"]
+    tokens: int
+    threads: list[str]
+    cycle_id: str = field(default_factory=new_id)
+    started: float = field(default_factory=time.monotonic)
+
+    def _hook(self, end: bool, **extra: Any) -> ResourcePlan[None]:
+        name = f"on_{self.operation}_{'end' if end else 'start'}"
+        hook = getattr(self.env.config.hooks, name)
+        if hook is not None:
+            payload = {
+                "thread_id": self.inp.thread_id,
+                "resource_id": self.inp.resource_id,
+                "trigger": self.inp.trigger,
+                **extra,
+            }
+            yield HookCall(name, hook, payload)
+
+    def _ids(self) -> dict[str, Any]:
+        return {
+            "cycle_id": self.cycle_id,
+            "operation_type": self.operation,
+            "record_id": self.record["record_id"],
+            "thread_id": self.inp.thread_id,
+            "trigger": self.inp.trigger,
+        }
+
+    def _ms(self) -> int:
+        return int((time.monotonic() - self.started) * 1000)
+
+    def start(self) -> ResourcePlan[None]:
+        event = ObservationStartEvent(
+            **self._ids(),
+            started_at=iso(self.env.now()),
+            thread_ids=self.threads,
+            tokens_to_observe=self.tokens,
+        )
+        emit_event(self.env, self.inp, event)
+        yield from self._hook(False)
+
+    def end(self, shared: ResourceRecord) -> ResourcePlan[None]:
+        text = log_text(shared["sections"])
+        event = ObservationEndEvent(
+            **self._ids(),
+            completed_at=iso(self.env.now()),
+            duration_ms=self._ms(),
+            observations=text,
+            tokens_observed=self.tokens,
+            observation_tokens=self.env.counter.count_text(text) if text else 0,
+            current_task=shared["hints"].get("current_task"),
+            suggested_response=shared["hints"].get("suggested_response"),
+        )
+        emit_event(self.env, self.inp, event)
+        yield from self._hook(True)
+
+    def failed(self, exc: Exception) -> ResourcePlan[None]:
+        event = ObservationFailedEvent(
+            **self._ids(),
+            failed_at=iso(self.env.now()),
+            duration_ms=self._ms(),
+            tokens_attempted=self.tokens,
+            error=error_summary(exc).text(),
+        )
+        emit_event(self.env, self.inp, event)
+        yield from self._hook(True, error=exc)
 
 
 def _failed(

@@ -212,3 +212,24 @@ def test_other_threads_messages_count_toward_the_threshold(name: str) -> None:
     record = app.get_state(cfg("B", "u1")).values["om_record"]
     assert record["groups"] and "Shared across" in record["groups"][0]["text"]
     assert FACT in record["groups"][0]["text"]
+
+
+def test_resource_cycles_emit_events_and_call_hooks() -> None:
+    events: list[Any] = []
+    hooks: list[str] = []
+    memory = resource_memory(
+        on_debug_event=events.append,
+        hooks={
+            "on_observation_start": lambda ctx: hooks.append("start"),
+            "on_observation_end": lambda ctx: hooks.append("end"),
+        },
+    )
+    model = actor()
+    via_standalone(memory, model, "B", "u1", "hello from B")
+    for i in range(4):
+        via_standalone(memory, model, "A", "u1", f"turn {i}: {FILLER}")
+    types = [e.type for e in events]
+    assert "data-om-observation-start" in types and "data-om-observation-end" in types
+    start = next(e for e in events if e.type == "data-om-observation-start")
+    assert set(start.thread_ids) == {"A", "B"}
+    assert hooks[:2] == ["start", "end"]
