@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import OMConfigError
 
-__all__ = ["UNBUILT", "Unbuilt", "refuse_unbuilt"]
+__all__ = ["UNBUILT", "UNBUILT_IN_RESOURCE_SCOPE", "Unbuilt", "refuse_unbuilt"]
 
 
 @dataclass(frozen=True)
@@ -73,9 +73,67 @@ UNBUILT: tuple[Unbuilt, ...] = (
 )
 """Every refused option value, in the order they are checked."""
 
+_RESOURCE_FIX = "Leave it out in resource scope, or use scope='thread'."
+
+UNBUILT_IN_RESOURCE_SCOPE: tuple[Unbuilt, ...] = (
+    Unbuilt(
+        "observation.extract",
+        lambda c: c.scope == "resource" and bool(c.observation.extract),
+        "extractors do not run in resource scope yet (the shared log has no extracted values).",
+        _RESOURCE_FIX,
+    ),
+    Unbuilt(
+        "observation.thread_title",
+        lambda c: c.scope == "resource" and c.observation.thread_title,
+        "the Observer of several threads at once does not propose thread titles.",
+        _RESOURCE_FIX,
+    ),
+    Unbuilt(
+        "temporal_markers",
+        lambda c: c.scope == "resource" and c.temporal_markers,
+        "time-gap reminders are not inserted in resource scope yet.",
+        _RESOURCE_FIX,
+    ),
+    Unbuilt(
+        "observation.use_usage_metadata",
+        lambda c: c.scope == "resource" and c.observation.use_usage_metadata,
+        "resource scope triggers on the estimated tokens of all the resource's threads; the "
+        "provider-reported usage of one thread's reply is not used.",
+        _RESOURCE_FIX,
+    ),
+    Unbuilt(
+        "activate_after_idle",
+        lambda c: (
+            c.scope == "resource"
+            and bool(
+                c.activate_after_idle
+                or c.observation.activate_after_idle
+                or c.reflection.activate_after_idle
+            )
+        ),
+        "it activates buffered work early, and resource scope buffers nothing.",
+        _RESOURCE_FIX,
+    ),
+    Unbuilt(
+        "activate_on_provider_change",
+        lambda c: (
+            c.scope == "resource"
+            and bool(
+                c.activate_on_provider_change
+                or c.observation.activate_on_provider_change
+                or c.reflection.activate_on_provider_change
+            )
+        ),
+        "it activates buffered work early, and resource scope buffers nothing.",
+        _RESOURCE_FIX,
+    ),
+)
+"""Option values refused in resource scope only (they work in thread scope)."""
+
 
 def refuse_unbuilt(
-    config: ObservationalMemoryConfig, entries: tuple[Unbuilt, ...] = UNBUILT
+    config: ObservationalMemoryConfig,
+    entries: tuple[Unbuilt, ...] = UNBUILT + UNBUILT_IN_RESOURCE_SCOPE,
 ) -> None:
     """Raise for the first option of ``config`` that would be accepted and ignored.
 

@@ -35,7 +35,7 @@ from pydantic import BaseModel
 
 from langchain_om import Extractor, ObservationalMemory
 from langchain_om._config_rules import nested_model
-from langchain_om._unbuilt import UNBUILT
+from langchain_om._unbuilt import UNBUILT, UNBUILT_IN_RESOURCE_SCOPE
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import CycleFailedError, OMConfigError
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
@@ -410,3 +410,29 @@ def test_option_is_refused_naming_why(row: Refused) -> None:
     assert row.phrase in caught.value.message
     for accepted in row.accepted:
         ObservationalMemory(accepted, model=memory_model())  # today's behaviour: accepted
+
+
+RESOURCE_REFUSED: dict[str, dict[str, Any]] = {
+    "observation.extract": _obs(extract=[Extractor("Topics", "Topics liked.")]),
+    "observation.thread_title": _obs(thread_title=True),
+    "temporal_markers": {"temporal_markers": True},
+    "observation.use_usage_metadata": _obs(use_usage_metadata=True),
+    "activate_after_idle": _ref(activate_after_idle="5m"),
+    "activate_on_provider_change": _obs(activate_on_provider_change=True),
+}
+"""Options that change behaviour in thread scope (rows above) and are refused in resource
+scope, where they would do nothing."""
+
+
+def test_resource_scope_refusals_are_listed() -> None:
+    assert set(RESOURCE_REFUSED) == {entry.option for entry in UNBUILT_IN_RESOURCE_SCOPE}
+
+
+@pytest.mark.parametrize("option", list(RESOURCE_REFUSED))
+def test_options_ignored_in_resource_scope_are_refused(option: str) -> None:
+    options = {**RESOURCE_REFUSED[option], "scope": "resource"}
+    options["observation"] = {"buffer_tokens": False, **options.get("observation", {})}
+    with pytest.raises(OMConfigError) as caught:
+        ObservationalMemory(options, model=memory_model())
+    assert caught.value.option == option and "resource scope" in caught.value.message
+    ObservationalMemory(RESOURCE_REFUSED[option], model=memory_model())  # thread scope: fine
