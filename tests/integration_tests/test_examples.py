@@ -63,3 +63,9 @@ def test_recall_chain_example_pages_back(capsys: pytest.CaptureFixture[str]) -> 
     runpy.run_path(str(EXAMPLES / "recall_chain.py"), run_name="__main__")
     out = capsys.readouterr().out
     assert "recall" in out.lower() and "Lisbon" in out
+
+
+def test_cross_thread_example_shows_both_ways(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("cross_thread.py", capsys)
+    assert "resource scope, new thread sees Oslo: True" in out
+    assert "thread scope + recall, tools offered: ['recall']" in out
