@@ -103,6 +103,9 @@ class StepOptions(TypedDict, total=False):
     """The agent's model call overflowed its context window: observe now whatever the
     thresholds (buffered observations first, the current turn kept) and emit
     ``data-om-context-overflow``."""
+    store: BaseStore | None
+    """The store of the graph run this step belongs to (``runtime.store``): the archive,
+    buffered chunks and search documents go there. ``None``: ``memory.store``."""
 
 
 class EndTurnOptions(TypedDict):
@@ -115,6 +118,8 @@ class EndTurnOptions(TypedDict):
     record: NotRequired[OMRecord | dict[str, Any] | None]
     """The thread's OM record (``None`` starts a new one)."""
     resource_id: NotRequired[str | None]
+    store: NotRequired[BaseStore | None]
+    """The graph run's store (``runtime.store``); ``None``: ``memory.store``."""
 
 
 @dataclass(frozen=True)
@@ -322,7 +327,9 @@ class ObservationalMemory:
         opts["actor_model"], env = self._actor_env(opts.get("actor_model"), opts.get("record"))
         renames = {"observe": "allow_observe", "reflect": "allow_reflect"}
         fields: dict[str, Any] = {
-            renames.get(k, k): v for k, v in opts.items() if k not in ("record", "resource_id")
+            renames.get(k, k): v
+            for k, v in opts.items()
+            if k not in ("record", "resource_id", "store")
         }
         inp = self._turn_input(
             thread_id=thread_id,
@@ -355,7 +362,8 @@ class ObservationalMemory:
         """
         inp, env = self._step_input(thread_id, window, options)
         plan = after_migration(inp.thread_id, inp.resource_id, turn_plan(env, inp))
-        return self._start_threads(run_sync(plan, self._executor))
+        executor = self._executor_for(options.get("store"))
+        return self._start_threads(run_sync(plan, executor), executor)
 
     async def astep(
         self,
@@ -367,7 +375,8 @@ class ObservationalMemory:
         """Async twin of :meth:`step`."""
         inp, env = self._step_input(thread_id, window, options)
         plan = after_migration(inp.thread_id, inp.resource_id, turn_plan(env, inp))
-        return self._start_tasks(await run_async(plan, self._executor))
+        executor = self._executor_for(options.get("store"))
+        return self._start_tasks(await run_async(plan, executor), executor)
 
     def _idle_input(self, turn: EndTurnOptions) -> TurnInput | None:
         if not self.config.observation.buffer_on_idle:
@@ -384,27 +393,40 @@ class ObservationalMemory:
         """The agent's turn ended: with ``observation.buffer_on_idle``, buffer the rest now."""
         if (inp := self._idle_input(turn)) is not None:
             env = self._actors.record_env(inp.record)
-            self._start_threads(run_sync(idle_plan(env, inp), self._executor))
+            executor = self._executor_for(turn.get("store"))
+            self._start_threads(run_sync(idle_plan(env, inp), executor), executor)
 
     async def aend_turn(self, **turn: Unpack[EndTurnOptions]) -> None:
         """Async twin of :meth:`end_turn`."""
         if (inp := self._idle_input(turn)) is not None:
             env = self._actors.record_env(inp.record)
-            self._start_tasks(await run_async(idle_plan(env, inp), self._executor))
+            executor = self._executor_for(turn.get("store"))
+            self._start_tasks(await run_async(idle_plan(env, inp), executor), executor)
 
     # -- background work ------------------------------------------------------------------
 
-    def _start_threads(self, done: _WithJobs) -> _WithJobs:
+    def _executor_for(self, store: BaseStore | None) -> Executor:
+        """The executor for a run on ``store`` (the graph run's), else on ``memory.store``."""
+        if store is None or store is self.store:
+            return self._executor
+        return Executor(
+            store=store,
+            call_model=self._models.call,
+            acall_model=self._models.acall,
+            background=self._background,
+        )
+
+    def _start_threads(self, done: _WithJobs, executor: Executor | None = None) -> _WithJobs:
         """Start the background jobs a sync step asked for, on worker threads."""
         for job in done.jobs:
-            self._background.start_thread(job.key, job.plan, self._executor)
+            self._background.start_thread(job.key, job.plan, executor or self._executor)
         done.jobs = []
         return done
 
-    def _start_tasks(self, done: _WithJobs) -> _WithJobs:
+    def _start_tasks(self, done: _WithJobs, executor: Executor | None = None) -> _WithJobs:
         """Start the background jobs an async step asked for, as tasks on the running loop."""
         for job in done.jobs:
-            self._background.start_task(job.key, job.plan, self._executor)
+            self._background.start_task(job.key, job.plan, executor or self._executor)
         done.jobs = []
         return done
 

@@ -49,6 +49,7 @@ from langchain_om._plans.graph_state import (
     step_number,
 )
 from langchain_om._plans.types import TurnOutcome
+from langchain_om._run_store import run_store
 from langchain_om.engine import ObservationalMemory
 from langchain_om.errors import OMUsageError
 from langchain_om.events import OMEvent
@@ -127,6 +128,7 @@ class _Nodes:
             "step_number": step_number(split.window),
             "emit": _emitter(),
             "actor_model": self._actor(config),
+            "store": run_store(),
         }
 
     # -- nodes ----------------------------------------------------------------------------
