@@ -10,7 +10,7 @@ the store so the engine works with no graph at all.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,7 +26,6 @@ from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore
-from langgraph.store.memory import InMemoryStore
 
 from langchain_om._actor import ActorEnvs
 from langchain_om._core.dates import iso
@@ -61,12 +60,19 @@ from langchain_om._plans.types import (
 )
 from langchain_om._role_models import RoleModels
 from langchain_om._spec_check import check_engine_args
+from langchain_om._store_index import EmbeddingsSpec, check_vector_store, default_store, store_index
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.display import render_html
-from langchain_om.errors import OMUsageError
+from langchain_om.errors import OMConfigError, OMUsageError
 from langchain_om.events import OMEvent, StatusEvent
 from langchain_om.extractors import check_extractors
-from langchain_om.locks import LocalThreadLock, SqliteThreadLock, ThreadLock, hold_async
+from langchain_om.locks import (
+    LocalThreadLock,
+    PostgresThreadLock,
+    SqliteThreadLock,
+    ThreadLock,
+    hold_async,
+)
 from langchain_om.retry import RetryPolicy
 from langchain_om.sqlite import open_sqlite
 from langchain_om.tools import create_recall_tool
@@ -169,6 +175,8 @@ class ObservationalMemory:
         thread_lock: the per-thread lock standalone calls run under (see
             :mod:`langchain_om.locks`): ``PostgresThreadLock(url)`` for several processes on
             PostgreSQL; :meth:`from_sqlite` uses ``SqliteThreadLock``; default: this process.
+        embeddings: with no ``store``, index the in-memory store for semantic recall (an
+            ``Embeddings`` object or ``"provider:model"``).
 
     Example:
         >>> from langchain_om import ObservationalMemory
@@ -194,11 +202,13 @@ class ObservationalMemory:
         sleep: Callable[[float], None] | None = None,
         background: Literal["auto", "manual"] = "auto",
         thread_lock: ThreadLock | None = None,
+        embeddings: EmbeddingsSpec | None = None,
         **kwargs: Any,
     ) -> None:
         self.config = ObservationalMemoryConfig.coerce(options, **kwargs)
         check_engine_args(self.config, timezone=timezone, clock=clock, background=background)
-        self.store: BaseStore = store if store is not None else InMemoryStore()
+        self.store: BaseStore = default_store(store, embeddings)
+        check_vector_store(self.config, self.store)
         self.checkpointer: BaseCheckpointSaver[Any] = (
             checkpointer if checkpointer is not None else InMemorySaver()
         )
@@ -209,6 +219,7 @@ class ObservationalMemory:
         self._clock = clock or (lambda: datetime.now(UTC))
         self._models = RoleModels(self.config, self.retry_policy, sleep)
         self._closers: list[Callable[[], None]] = []
+        self._aclosers: list[Callable[[], Awaitable[None]]] = []
         self._background = Background(manual=background == "manual")
         self._thread_lock: ThreadLock = thread_lock or LocalThreadLock()
         self._executor = Executor(
@@ -234,7 +245,9 @@ class ObservationalMemory:
     # -- construction helpers -------------------------------------------------------------
 
     @classmethod
-    def from_sqlite(cls, path: str, /, **kwargs: Any) -> ObservationalMemory:
+    def from_sqlite(
+        cls, path: str, /, *, embeddings: EmbeddingsSpec | None = None, **kwargs: Any
+    ) -> ObservationalMemory:
         """The embedded default: one SQLite file holding the checkpointer and the store.
 
         Both work from sync and async code (async calls run the SQLite work on a worker
@@ -242,20 +255,110 @@ class ObservationalMemory:
 
         Args:
             path: the SQLite file (created if missing).
+            embeddings: index the store for semantic recall (an ``Embeddings`` object or
+                ``"provider:model"``); needs a Python whose ``sqlite3`` loads extensions
+                (sqlite-vec).
             **kwargs: options and engine arguments, as for :class:`ObservationalMemory`.
         """
-        checkpointer, store, close = open_sqlite(path)
+        index = store_index(embeddings) if embeddings is not None else None
+        checkpointer, store, close = open_sqlite(path, index=index)
         if path != ":memory:" and not path.startswith("file:"):  # a file other processes open
             kwargs.setdefault("thread_lock", SqliteThreadLock(path))
-        memory = cls(store=store, checkpointer=checkpointer, **kwargs)
+        try:
+            memory = cls(store=store, checkpointer=checkpointer, **kwargs)
+        except BaseException:
+            close()
+            raise
         memory._closers.append(close)
         return memory
 
-    def close(self) -> None:
-        """Finish background work and close storage opened by :meth:`from_sqlite`.
+    @classmethod
+    def from_postgres(
+        cls,
+        url_or_pool: Any,
+        /,
+        *,
+        embeddings: EmbeddingsSpec | None = None,
+        pool: dict[str, Any] | None = None,
+        setup: bool = True,
+        **kwargs: Any,
+    ) -> ObservationalMemory:
+        """PostgreSQL: ``PostgresSaver`` + ``PostgresStore`` on one connection pool.
 
-        Safe to call twice.
+        Works from sync and async code (the saver's async methods run on a worker thread).
+        Needs the ``postgres`` extra. :meth:`close` closes the pool only when it opened it.
+
+        Args:
+            url_or_pool: a connection string (a pool with :data:`~langchain_om.postgres.
+                POOL_DEFAULTS` is opened) or your ``psycopg_pool.ConnectionPool`` built with
+                ``kwargs=langchain_om.postgres.CONNECTION_KWARGS``.
+            embeddings: index the store for semantic recall (``retrieval={"vector": True}``):
+                an ``Embeddings`` object or ``"provider:model"``; needs pgvector.
+            pool: options of the pool opened for a connection string (``max_size``, ...).
+            setup: run the saver's and store's migrations (idempotent, once per database).
+            **kwargs: options and engine arguments, as for :class:`ObservationalMemory`
+                (default ``thread_lock``: ``PostgresThreadLock`` on the same database).
+
+        Example:
+            >>> memory = ObservationalMemory.from_postgres(  # doctest: +SKIP
+            ...     "postgresql://user@localhost:5432/app", model="google/gemini-2.5-flash")
         """
+        postgres = _postgres()
+        index = store_index(embeddings) if embeddings is not None else None
+        storage = postgres.open_postgres(url_or_pool, index=index, pool=pool, setup=setup)
+        closers = [storage.close]
+        try:
+            if storage.conninfo and "thread_lock" not in kwargs:
+                lock = PostgresThreadLock(storage.conninfo)
+                closers.append(lock.close)
+                kwargs["thread_lock"] = lock
+            memory = cls(store=storage.store, checkpointer=storage.checkpointer, **kwargs)
+        except BaseException:
+            for close in reversed(closers):
+                close()
+            raise
+        memory._closers.extend(closers)
+        return memory
+
+    @classmethod
+    async def afrom_postgres(
+        cls,
+        url_or_pool: Any,
+        /,
+        *,
+        embeddings: EmbeddingsSpec | None = None,
+        pool: dict[str, Any] | None = None,
+        setup: bool = True,
+        **kwargs: Any,
+    ) -> ObservationalMemory:
+        """Async twin of :meth:`from_postgres`: ``AsyncPostgresSaver`` + ``AsyncPostgresStore``.
+
+        Await it inside the event loop that runs your graphs (pass an ``AsyncConnectionPool``
+        or a connection string); close with ``await memory.aclose()`` (or ``async with``).
+        """
+        postgres = _postgres()
+        index = store_index(embeddings) if embeddings is not None else None
+        storage = await postgres.aopen_postgres(url_or_pool, index=index, pool=pool, setup=setup)
+        try:
+            memory = cls(store=storage.store, checkpointer=storage.checkpointer, **kwargs)
+        except BaseException:
+            await storage.aclose()
+            raise
+        memory._aclosers.append(storage.aclose)
+        return memory
+
+    def close(self) -> None:
+        """Finish background work and close the storage memory opened.
+
+        That is storage from :meth:`from_sqlite` or :meth:`from_postgres` (a pool you passed
+        stays open). Safe to call twice. A memory from :meth:`afrom_postgres` closes with
+        :meth:`aclose`.
+        """
+        if self._aclosers:
+            raise OMUsageError(
+                "This memory holds async storage (afrom_postgres): close it with "
+                "`await memory.aclose()` or `async with memory:`."
+            )
         self.wait_for_background()
         self._background.shutdown()
         while self._closers:
@@ -266,6 +369,19 @@ class ObservationalMemory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close` (also closes storage opened by :meth:`afrom_postgres`)."""
+        await self.await_background()
+        while self._aclosers:
+            await self._aclosers.pop()()
+        self.close()
+
+    async def __aenter__(self) -> ObservationalMemory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     # -- the agent's model ----------------------------------------------------------------
 
@@ -726,6 +842,17 @@ class ObservationalMemory:
     async def alist_threads(self) -> list[str]:
         """Async twin of :meth:`list_threads`."""
         return await run_async(thread_ids_plan(), self._executor)
+
+
+def _postgres() -> Any:
+    """The ``langchain_om.postgres`` module (the optional ``postgres`` extra)."""
+    try:
+        from langchain_om import postgres  # noqa: PLC0415 — optional extra: psycopg, pgvector
+    except ImportError as exc:
+        raise OMConfigError(
+            f'from_postgres needs the postgres extra ({exc}): pip install "langchain-om[postgres]"'
+        ) from None
+    return postgres
 
 
 def _messages(messages: Sequence[MessageLikeRepresentation]) -> list[BaseMessage]:

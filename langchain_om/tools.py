@@ -167,6 +167,7 @@ def create_recall_tool(
         vector=vector if vector is not None else bool(retrieval and retrieval.vector),
         token_budget=token_budget,
         count=memory.counter.count_text,
+        min_score=retrieval.min_score if retrieval is not None else RecallSettings.min_score,
     )
     default = Executor(store=memory.store, call_model=_no_model, acall_model=_ano_model)
 

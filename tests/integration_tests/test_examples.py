@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import runpy
 
@@ -10,7 +11,9 @@ import pytest
 from tests.helpers import ROOT
 
 EXAMPLES = ROOT / "examples"
-SCRIPTS = sorted(p.name for p in EXAMPLES.glob("*.py"))
+POSTGRES_SCRIPTS = {"postgres_memory.py"}
+"""Examples that need PostgreSQL (run by their own ``postgres``-marked test)."""
+SCRIPTS = sorted(p.name for p in EXAMPLES.glob("*.py") if p.name not in POSTGRES_SCRIPTS)
 
 
 def run_example(name: str, capsys: pytest.CaptureFixture[str]) -> str:
@@ -63,3 +66,18 @@ def test_recall_chain_example_pages_back(capsys: pytest.CaptureFixture[str]) -> 
     runpy.run_path(str(EXAMPLES / "recall_chain.py"), run_name="__main__")
     out = capsys.readouterr().out
     assert "recall" in out.lower() and "Lisbon" in out
+
+
+@pytest.mark.postgres
+def test_postgres_example_archives_in_postgres(capsys: pytest.CaptureFixture[str]) -> None:
+    psycopg = pytest.importorskip("psycopg")
+    url = os.environ.get("LANGCHAIN_OM_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+    try:
+        psycopg.connect(url, connect_timeout=3).close()
+    except psycopg.OperationalError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"PostgreSQL is required in CI at {url}: {exc}")
+        pytest.skip(f"no PostgreSQL at {url}")
+    out = run_example("postgres_memory.py", capsys)
+    observed = number(r"(\d+) observed", out)
+    assert observed > 0 and number(r"(\d+) archived in PostgreSQL", out) == observed
