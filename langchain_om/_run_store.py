@@ -15,7 +15,9 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config, get_store
 from langgraph.store.base import BaseStore
 
-__all__ = ["run_checkpointer", "run_store"]
+from langchain_om._core.tokens import CallableTokenCounter, TokenCounter
+
+__all__ = ["load_tokenizer", "run_checkpointer", "run_store"]
 
 _CHECKPOINTER_KEY = "__pregel_checkpointer"
 """Where LangGraph puts the run's checkpointer in ``config["configurable"]``."""
@@ -47,3 +49,14 @@ def run_checkpointer(config: Any = None) -> BaseCheckpointSaver[Any] | None:
     configurable = config.get("configurable") if isinstance(config, dict) else None
     saver = (configurable or {}).get(_CHECKPOINTER_KEY)
     return saver if isinstance(saver, BaseCheckpointSaver) else None
+
+
+def load_tokenizer(counter: TokenCounter) -> None:
+    """Load the counter's tokenizer now, where blocking file I/O is allowed.
+
+    Servers such as ``langgraph dev`` forbid blocking calls inside their event loop; loading
+    the tiktoken files lazily inside the first async run would fail there and every count
+    would fall back to the estimate. A counter over your own function is left alone.
+    """
+    if not isinstance(counter, CallableTokenCounter):
+        counter.count_text("langchain-om")

@@ -59,6 +59,7 @@ from langchain_om._plans.types import (
     require_thread_id,
 )
 from langchain_om._role_models import RoleModels
+from langchain_om._run_store import load_tokenizer
 from langchain_om._spec_check import check_engine_args
 from langchain_om._store_index import EmbeddingsSpec, check_vector_store, default_store, store_index
 from langchain_om.config import ObservationalMemoryConfig
@@ -213,6 +214,7 @@ class ObservationalMemory:
             checkpointer if checkpointer is not None else InMemorySaver()
         )
         self.counter = as_token_counter(token_counter)
+        load_tokenizer(self.counter)
         self.on_debug_event = on_debug_event
         self.timezone = timezone
         self.retry_policy = retry_policy or RetryPolicy()
