@@ -11,8 +11,8 @@ shapes a thread's state into a snapshot. ``ObservationalMemory`` holds one and d
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, NotRequired, Required, TypedDict, TypeVar
+from dataclasses import dataclass, replace
+from typing import Any, Literal, NotRequired, Required, TypedDict, TypeVar
 
 from langchain_core.messages import (
     BaseMessage,
@@ -20,7 +20,10 @@ from langchain_core.messages import (
     SystemMessage,
     convert_to_messages,
 )
+from langgraph.store.base import BaseStore
 
+from langchain_om._checkpoint_view import GraphThread
+from langchain_om._core.record import check_owner, new_record
 from langchain_om._core.render import MemoryContext
 from langchain_om._core.types import OMRecord
 from langchain_om._plans.background import Background
@@ -63,6 +66,9 @@ class StepOptions(TypedDict, total=False):
     """The agent's model call overflowed its context window: observe now whatever the
     thresholds (buffered observations first, the current turn kept) and emit
     ``data-om-context-overflow``."""
+    store: BaseStore | None
+    """The store of the graph run this step belongs to (``runtime.store``): the archive,
+    buffered chunks and search documents go there. ``None``: ``memory.store``."""
 
 
 class EndTurnOptions(TypedDict):
@@ -75,6 +81,8 @@ class EndTurnOptions(TypedDict):
     record: NotRequired[OMRecord | dict[str, Any] | None]
     """The thread's OM record (``None`` starts a new one)."""
     resource_id: NotRequired[str | None]
+    store: NotRequired[BaseStore | None]
+    """The graph run's store (``runtime.store``); ``None``: ``memory.store``."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +94,11 @@ class ThreadSnapshot:
     window: list[BaseMessage]
     status: StatusEvent
     context: MemoryContext
+    source: Literal["store", "checkpoint"] = "store"
+    """Where the thread's memory lives: the store (standalone and history threads) or a
+    graph checkpoint (agent and graph threads)."""
+    checkpoint_id: str | None = None
+    """The checkpoint read, for agent and graph threads."""
 
     @property
     def observations(self) -> str:
@@ -106,6 +119,12 @@ class Runs:
     env: Callable[[], TurnEnv]
     """The engine's default environment (for the status of a state that carries none)."""
     render: Callable[[OMRecord], MemoryContext]
+
+    def on_store(self, store: BaseStore | None) -> Runs:
+        """These runs on the graph run's ``store`` (``None`` or memory's own store: these)."""
+        if store is None or store is self.executor.store:
+            return self
+        return replace(self, executor=self.executor.with_store(store))
 
     def run(self, plan: Plan[_T]) -> _T:
         """Run ``plan`` with the sync driver."""
@@ -148,7 +167,34 @@ class Runs:
         state = await self.alocked(thread_id, plan)
         return self.snapshot(thread_id, self.start_tasks(state))
 
-    def snapshot(self, thread_id: str, state: ThreadState) -> ThreadSnapshot:
+    def graph_snapshot(
+        self,
+        thread_id: str,
+        resource_id: str | None,
+        checkpoint_id: str | None,
+        found: GraphThread | None,
+    ) -> ThreadSnapshot:
+        """An agent or graph thread's snapshot from the checkpoint ``found``."""
+        if found is None:
+            raise OMUsageError(
+                f"No checkpoint {checkpoint_id!r} for thread {thread_id!r} in this checkpointer; "
+                "list them with graph.get_state_history(config)."
+            )
+        record = found.record
+        if record is None:
+            record = new_record(thread_id=thread_id, resource_id=resource_id, now="")
+        check_owner(record["resource_id"], thread_id=thread_id, resource_id=resource_id)
+        state = ThreadState(record, found.window)
+        return self.snapshot(thread_id, state, source="checkpoint", checkpoint=found.checkpoint_id)
+
+    def snapshot(
+        self,
+        thread_id: str,
+        state: ThreadState,
+        *,
+        source: Literal["store", "checkpoint"] = "store",
+        checkpoint: str | None = None,
+    ) -> ThreadSnapshot:
         """``state`` as a snapshot, with its status (computed when the plan left none)."""
         status = state.status
         if status is None:
@@ -160,6 +206,8 @@ class Runs:
             window=state.window,
             status=status,
             context=self.render(state.record),
+            source=source,
+            checkpoint_id=checkpoint,
         )
 
 

@@ -15,7 +15,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config, get_store
 from langgraph.store.base import BaseStore
 
-from langchain_om._core.tokens import CallableTokenCounter, TokenCounter
+from langchain_om._core.callable_tokens import CallableTokenCounter
+from langchain_om._core.tokens import TokenCounter
 
 __all__ = ["load_tokenizer", "run_checkpointer", "run_store"]
 

@@ -23,6 +23,12 @@ from langgraph.store.base import BaseStore
 
 from langchain_om._actor import ActorEnvs
 from langchain_om._backends import OpenedStorage, OpensStorage
+from langchain_om._checkpoint_view import (
+    aread_graph_thread,
+    athread_ids,
+    read_graph_thread,
+    thread_ids,
+)
 from langchain_om._core.callable_tokens import MessageCounter, as_token_counter
 from langchain_om._core.dates import iso
 from langchain_om._core.recall import recall_instructions
@@ -536,16 +542,28 @@ class ObservationalMemory(OpensStorage):
         plan = self._step_plan(thread_id, resource_id, None, force_reflect=True)
         return await self._runs.astandalone(thread_id, plan)
 
-    def status(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
+    def status(
+        self, *, thread_id: str, resource_id: str | None = None, checkpoint_id: str | None = None
+    ) -> ThreadSnapshot:
         """Windows, thresholds, generation and buffered state of a thread (no model call).
 
-        With ``resource_id``, raises ``OMUsageError`` when the thread belongs to another
-        resource.
+        Agent and graph threads are read from their latest checkpoint through
+        ``memory.checkpointer`` (``checkpoint_id``: an older one); standalone and history
+        threads from the store (``snapshot.source`` says which). With ``resource_id``, raises
+        ``OMUsageError`` when the thread belongs to another resource.
         """
+        found = read_graph_thread(self.checkpointer, thread_id, checkpoint_id)
+        if found is not None or checkpoint_id is not None:
+            return self._runs.graph_snapshot(thread_id, resource_id, checkpoint_id, found)
         return self._runs.standalone(thread_id, load_plan(self._env, thread_id, resource_id))
 
-    async def astatus(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
+    async def astatus(
+        self, *, thread_id: str, resource_id: str | None = None, checkpoint_id: str | None = None
+    ) -> ThreadSnapshot:
         """Async twin of :meth:`status`."""
+        found = await aread_graph_thread(self.checkpointer, thread_id, checkpoint_id)
+        if found is not None or checkpoint_id is not None:
+            return self._runs.graph_snapshot(thread_id, resource_id, checkpoint_id, found)
         plan = load_plan(self._env, thread_id, resource_id)
         return await self._runs.astandalone(thread_id, plan)
 
@@ -610,9 +628,14 @@ class ObservationalMemory(OpensStorage):
         return await self._runs.arun(archived_messages_plan(thread_id, record))
 
     def list_threads(self) -> list[str]:
-        """Ids of the threads whose state the store keeps (standalone API), sorted."""
-        return self._runs.run(thread_ids_plan())
+        """Ids of every thread, sorted.
+
+        Those the store keeps (standalone and history) and those ``memory.checkpointer`` holds
+        checkpoints for (agents and graphs).
+        """
+        return sorted(set(self._runs.run(thread_ids_plan())) | thread_ids(self.checkpointer))
 
     async def alist_threads(self) -> list[str]:
         """Async twin of :meth:`list_threads`."""
-        return await self._runs.arun(thread_ids_plan())
+        stored = await self._runs.arun(thread_ids_plan())
+        return sorted(set(stored) | await athread_ids(self.checkpointer))

@@ -109,6 +109,15 @@ class Executor:
         self._acall_model = acall_model
         self.background = background
 
+    def with_store(self, store: BaseStore) -> Executor:
+        """The same executor on another store (a graph run's ``runtime.store``)."""
+        return Executor(
+            store=store,
+            call_model=self._call_model,
+            acall_model=self._acall_model,
+            background=self.background,
+        )
+
     def _waiter(self, effect: AwaitBackground) -> Waiter:
         if self.background is None:
             raise RuntimeError(f"no background runner to wait for job {effect.key!r}")

@@ -11,6 +11,7 @@ import pytest
 from langgraph.store.memory import InMemoryStore
 
 from langchain_om import ObservationalMemory
+from langchain_om._backends import OpenedStorage
 from langchain_om.errors import OMConfigError, OMUsageError
 from langchain_om.testing import HashEmbeddings, memory_model
 from tests.helpers import search_facts
@@ -71,7 +72,8 @@ def test_a_memory_with_async_storage_closes_with_aclose() -> None:
     async def aclose() -> None:
         closed.append("pool")
 
-    memory._aclosers.append(aclose)
+    opened = OpenedStorage(memory.checkpointer, memory.store, aclose=aclose, is_async=True)
+    memory._opened.append(opened)
     with pytest.raises(OMUsageError, match="await memory.aclose"):
         memory.close()
 
