@@ -11,7 +11,7 @@ shapes a thread's state into a snapshot. ``ObservationalMemory`` holds one and d
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NotRequired, Required, TypedDict, TypeVar
 
 from langchain_core.messages import (
@@ -94,10 +94,10 @@ class ThreadSnapshot:
     window: list[BaseMessage]
     status: StatusEvent
     context: MemoryContext
-    source: Literal["store", "checkpoint"] = "store"
+    source: Literal["store", "checkpoint"] = field(default="store", repr=False)
     """Where the thread's memory lives: the store (standalone and history threads) or a
     graph checkpoint (agent and graph threads)."""
-    checkpoint_id: str | None = None
+    checkpoint_id: str | None = field(default=None, repr=False)
     """The checkpoint read, for agent and graph threads."""
 
     @property
