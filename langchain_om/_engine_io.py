@@ -167,15 +167,17 @@ class Runs:
         state = await self.alocked(thread_id, plan)
         return self.snapshot(thread_id, self.start_tasks(state))
 
-    def graph_snapshot(
+    def checkpoint_state(
         self,
         thread_id: str,
         resource_id: str | None,
         checkpoint_id: str | None,
         found: GraphThread | None,
-    ) -> ThreadSnapshot:
-        """An agent or graph thread's snapshot from the checkpoint ``found``."""
+    ) -> ThreadState | None:
+        """An agent or graph thread's state from the checkpoint ``found`` (``None``: none)."""
         if found is None:
+            if checkpoint_id is None:
+                return None  # a standalone or history thread: the store has it
             raise OMUsageError(
                 f"No checkpoint {checkpoint_id!r} for thread {thread_id!r} in this checkpointer; "
                 "list them with graph.get_state_history(config)."
@@ -184,17 +186,16 @@ class Runs:
         if record is None:
             record = new_record(thread_id=thread_id, resource_id=resource_id, now="")
         check_owner(record["resource_id"], thread_id=thread_id, resource_id=resource_id)
-        state = ThreadState(record, found.window)
-        return self.snapshot(thread_id, state, source="checkpoint", checkpoint=found.checkpoint_id)
+        return ThreadState(record, found.window)
 
-    def snapshot(
-        self,
-        thread_id: str,
-        state: ThreadState,
-        *,
-        source: Literal["store", "checkpoint"] = "store",
-        checkpoint: str | None = None,
-    ) -> ThreadSnapshot:
+    @staticmethod
+    def from_checkpoint(snap: ThreadSnapshot, found: GraphThread | None) -> ThreadSnapshot:
+        """``snap`` marked as read from the checkpoint ``found`` (when there was one)."""
+        if found is None:
+            return snap
+        return replace(snap, source="checkpoint", checkpoint_id=found.checkpoint_id)
+
+    def snapshot(self, thread_id: str, state: ThreadState) -> ThreadSnapshot:
         """``state`` as a snapshot, with its status (computed when the plan left none)."""
         status = state.status
         if status is None:
@@ -206,8 +207,6 @@ class Runs:
             window=state.window,
             status=status,
             context=self.render(state.record),
-            source=source,
-            checkpoint_id=checkpoint,
         )
 
 

@@ -25,12 +25,14 @@ OPTIONS: dict[str, Any] = {
 }
 
 
-def open_memory(spec: dict[str, Any]) -> ObservationalMemory:
-    """The memory a worker (or the checking parent) uses for ``spec``."""
+def open_memory(spec: dict[str, Any], **overrides: Any) -> ObservationalMemory:
+    """The memory a worker (or the checking parent) uses for ``spec``; ``overrides`` replace
+    options of :data:`OPTIONS`."""
+    options = {**OPTIONS, **overrides}
     if spec["backend"] == "sqlite":
-        return ObservationalMemory.from_sqlite(spec["path"], **OPTIONS)
+        return ObservationalMemory.from_sqlite(spec["path"], **options)
     # One pool, migrations under an advisory lock, a PostgresThreadLock on the same database.
-    return ObservationalMemory.from_postgres(spec["url"], **OPTIONS)
+    return ObservationalMemory.from_postgres(spec["url"], **options)
 
 
 def turn_text(proc: int, turn: int) -> str:

@@ -182,3 +182,23 @@ def test_worker_benchmark_runs_and_checks_its_invariants() -> None:
     ]
     assert {r.split("|")[1].strip() for r in rows} >= {"sqlite"}
     assert all(r.rstrip(" |").endswith("ok") for r in rows), done.stdout
+
+
+def test_resource_batches_benchmark_writes_its_table(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "resource_batches.py"),
+            "--delay",
+            "0.05",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    table = (tmp_path / "resource_batches.md").read_text(encoding="utf-8")
+    assert "| sync (worker threads) | 3 |" in table and "| async (tasks) | 3 |" in table

@@ -73,3 +73,9 @@ def test_postgres_example_archives_in_postgres(capsys: pytest.CaptureFixture[str
     out = run_example("postgres_memory.py", capsys)
     observed = number(r"(\d+) observed", out)
     assert observed > 0 and number(r"(\d+) archived in PostgreSQL", out) == observed
+
+
+def test_cross_thread_example_shows_both_ways(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("cross_thread.py", capsys)
+    assert "resource scope, new thread sees Oslo: True" in out
+    assert "thread scope + recall, tools offered: ['recall']" in out

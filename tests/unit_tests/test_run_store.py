@@ -25,7 +25,14 @@ from langchain_om import (
     add_observational_memory,
 )
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
-from tests.helpers import APP_OPTIONS, actor_reply, expected_messages, lookup, user_turn
+from tests.helpers import (
+    APP_OPTIONS,
+    actor_reply,
+    expected_messages,
+    lookup,
+    thread_observer_reply,
+    user_turn,
+)
 
 BUFFERED: dict[str, Any] = {
     "observation": {"message_tokens": 600, "buffer_tokens": 0.25},
@@ -152,3 +159,22 @@ def test_outside_a_run_memory_uses_its_own_store() -> None:
     memory = ObservationalMemory(model=memory_model(), observation={"message_tokens": 50})
     memory.observe(thread_id="solo", messages=[HumanMessage("I live in Lisbon. " * 10)])
     assert [m.text for m in memory.archived_messages("solo")][0].startswith("I live in Lisbon")
+
+
+def test_resource_scope_keeps_its_shared_log_in_the_run_store() -> None:
+    memory = ObservationalMemory(
+        model=FunctionChatModel(function=thread_observer_reply),
+        scope="resource",
+        observation={"message_tokens": 250, "buffer_tokens": False},
+        reflection={"observation_tokens": 100_000},
+    )
+    store, saver = InMemoryStore(), InMemorySaver()
+    agent = served(platform_agent(memory, FunctionChatModel(function=actor_reply)), store, saver)
+    for thread in ("a", "b"):
+        cfg = {"configurable": {"thread_id": thread, "resource_id": "zelda"}}
+        for i in range(6):
+            text = f"Zelda lives in Oslo, turn {i}. " + "and more about my week " * 6
+            agent.invoke({"messages": [HumanMessage(text)]}, cfg)
+    assert list(memory.store.list_namespaces()) == []
+    assert list(store.list_namespaces())
+    assert ObservationalMemory(model=memory_model(), store=store).archived_messages("a")
