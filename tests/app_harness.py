@@ -10,6 +10,7 @@ SQLite file, so a second process can resume a thread:
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import runpy
 import sys
@@ -30,8 +31,16 @@ def load_app() -> dict[str, Any]:
 
 
 def serve(graph: Any, db: str) -> tuple[Any, Any, Callable[[], None]]:
-    """``(served graph, server store, close)``: the graph with the server's storage attached."""
-    saver, store, close = open_sqlite(db)
+    """``(served graph, server store, close)``: the graph with the server's storage attached.
+
+    ``db`` is a SQLite file, or a ``postgresql://`` URL (the platform's storage).
+    """
+    if db.startswith("postgresql://"):
+        postgres = importlib.import_module("langchain_om.postgres")  # the optional extra
+        opened = postgres.open_postgres(db)
+        saver, store, close = opened.checkpointer, opened.store, opened.close
+    else:
+        saver, store, close = open_sqlite(db)
     return graph.copy(update={"checkpointer": saver, "store": store}), store, close
 
 
