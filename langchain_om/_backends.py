@@ -7,6 +7,7 @@ Each opener returns an :class:`OpenedStorage`: the checkpointer, the store (inde
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Self
@@ -104,11 +105,24 @@ async def aopen_postgres_storage(
     *,
     pool: dict[str, Any] | None,
     setup: bool,
+    lock: bool,
 ) -> OpenedStorage:
-    """``AsyncPostgresSaver`` + ``AsyncPostgresStore`` on one async pool."""
+    """``AsyncPostgresSaver`` + ``AsyncPostgresStore`` on one async pool.
+
+    ``lock``: also a ``PostgresThreadLock`` (opened on a worker thread).
+    """
     index = store_index(embeddings) if embeddings is not None else None
     opened = await _postgres().aopen_postgres(url_or_pool, index=index, pool=pool, setup=setup)
-    return OpenedStorage(opened.checkpointer, opened.store, aclose=opened.aclose, is_async=True)
+    storage = OpenedStorage(opened.checkpointer, opened.store, aclose=opened.aclose, is_async=True)
+    if lock and opened.conninfo:
+        try:
+            thread_lock = await asyncio.to_thread(PostgresThreadLock, opened.conninfo)
+        except BaseException:
+            await opened.aclose()
+            raise
+        storage.thread_lock = thread_lock
+        storage.extra_closers.append(thread_lock.close)
+    return storage
 
 
 class OpensStorage:
@@ -185,12 +199,18 @@ class OpensStorage:
 
         Await it inside the event loop that runs your graphs (a connection string or an
         ``AsyncConnectionPool``); close with ``await memory.aclose()`` or ``async with memory``.
+        The default ``thread_lock`` is a ``PostgresThreadLock`` on the same database, as for
+        :meth:`from_postgres`.
         """
-        storage = await aopen_postgres_storage(url_or_pool, embeddings, pool=pool, setup=setup)
+        lock = "thread_lock" not in kwargs
+        storage = await aopen_postgres_storage(
+            url_or_pool, embeddings, pool=pool, setup=setup, lock=lock
+        )
         try:
             return cls._on(storage, kwargs, close_on_error=False)
         except BaseException:
             await storage.aclose()
+            storage.close_all()
             raise
 
     @classmethod

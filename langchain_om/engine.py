@@ -203,6 +203,7 @@ class ObservationalMemory(OpensStorage):
         for storage in [s for s in self._opened if s.is_async]:
             self._opened.remove(storage)
             await storage.aclose()
+            storage.close_all()  # the thread lock it opened
         self.close()
 
     def __enter__(self) -> ObservationalMemory:

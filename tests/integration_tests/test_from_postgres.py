@@ -15,6 +15,7 @@ from langchain_core.messages import HumanMessage
 
 from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
 from langchain_om.errors import OMConfigError
+from langchain_om.locks import PostgresThreadLock
 from langchain_om.testing import FunctionChatModel, HashEmbeddings, memory_model
 from tests.helpers import POSTGRES_URL, require_postgres, search_facts
 
@@ -47,6 +48,7 @@ def agent_for(memory: ObservationalMemory) -> tuple[Any, FunctionChatModel]:
 def test_from_postgres_runs_sync_and_async_and_a_new_process_resumes(url: str) -> None:
     cfg = {"configurable": {"thread_id": f"fp-{uuid.uuid4().hex[:8]}"}}
     with ObservationalMemory.from_postgres(url, model=memory_model(), **OPTIONS) as memory:
+        assert isinstance(memory._runs.lock, PostgresThreadLock)
         agent, _ = agent_for(memory)
         for i in range(20):
             agent.invoke({"messages": [HumanMessage(f"Turn {i}: " + "words " * 25)]}, cfg)
@@ -95,6 +97,8 @@ def test_afrom_postgres_serves_an_async_agent(url: str) -> None:
 
     async def run() -> tuple[int, int]:
         memory = await ObservationalMemory.afrom_postgres(url, model=memory_model(), **OPTIONS)
+        # Standalone calls and resource scope's compare-and-set hold a lock across processes.
+        assert isinstance(memory._runs.lock, PostgresThreadLock)
         async with memory:
             agent, _ = agent_for(memory)
             for i in range(30):
