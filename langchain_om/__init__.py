@@ -40,6 +40,7 @@ from langchain_om.config import (
 from langchain_om.engine import ObservationalMemory, ThreadSnapshot
 from langchain_om.errors import (
     CycleFailedError,
+    HookError,
     MissingProviderError,
     ModelResolutionError,
     ModelTierExceededError,
@@ -62,6 +63,7 @@ __all__ = [
     "CallableTokenCounter",
     "CycleFailedError",
     "Extractor",
+    "HookError",
     "Hooks",
     "MemoryContext",
     "MissingProviderError",

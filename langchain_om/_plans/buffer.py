@@ -38,6 +38,7 @@ from langchain_om._plans.storage import (
     reflection_delete_op,
     reflection_put_op,
 )
+from langchain_om._plans.transforms import archived_messages
 from langchain_om._plans.types import ActivationTrigger, TurnEnv, TurnInput, emit_event
 from langchain_om.events import ActivationEvent
 from langchain_om.extractors import persist, run_extractors
@@ -135,8 +136,10 @@ def activation_plan(
     batch, rest = window[:count], window[count:]
     now = iso(env.now())
     new = _with_chunks(env, record, chunks, now)
+    ctx = {"thread_id": inp.thread_id, "resource_id": inp.resource_id, "trigger": triggered_by}
+    kept = yield from archived_messages(env, {**ctx, "operation": "activation"}, batch)
     new = yield from observed_plan(
-        batch,
+        kept,
         before=record,
         after=new,
         vector=env.vector,

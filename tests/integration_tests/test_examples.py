@@ -63,3 +63,10 @@ def test_recall_chain_example_pages_back(capsys: pytest.CaptureFixture[str]) -> 
     runpy.run_path(str(EXAMPLES / "recall_chain.py"), run_name="__main__")
     out = capsys.readouterr().out
     assert "recall" in out.lower() and "Lisbon" in out
+
+
+def test_redact_pii_example_keeps_personal_data_out(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("redact_pii.py", capsys)
+    assert "observer prompt holds the email: False" in out
+    assert "maya.lopez@example.com" not in out and "4111 1111" not in out
+    assert "[email]" in out and "[phone]" in out and "[card]" in out

@@ -25,6 +25,7 @@ PINNED: dict[str, list[str]] = {
         "CallableTokenCounter",
         "CycleFailedError",
         "Extractor",
+        "HookError",
         "Hooks",
         "MemoryContext",
         "MissingProviderError",
@@ -86,6 +87,7 @@ PINNED: dict[str, list[str]] = {
     ],
     "langchain_om.errors": [
         "CycleFailedError",
+        "HookError",
         "MissingProviderError",
         "ModelResolutionError",
         "ModelTierExceededError",
@@ -312,6 +314,12 @@ PINNED: dict[str, list[str]] = {
     "langchain_om.testing.pytest_plugin": [
         "ALLOWED_MODULE_PREFIXES",
         "is_allowed_fake",
+    ],
+    "langchain_om.transforms": [
+        "PII_MASKS",
+        "redact_messages",
+        "redact_pii",
+        "redactor",
     ],
     "langchain_om.tools": [
         "create_recall_tool",
