@@ -577,6 +577,11 @@ class ObservationalMemoryConfig(_Options):
     obscure_thread_ids: StrictBool | None = None
     """Hash thread ids before they enter observation text; None = only in resource scope."""
 
+    # --- presentation and modes (user control) -------------------------------------------
+    read_only: StrictBool = False
+    """Show the memory context but change nothing: no observation, reflection, buffering or
+    archive write (for replaying a thread, evaluation, or a second agent reading a memory)."""
+
     @model_validator(mode="after")
     def _check_combinations(self) -> Self:
         for role in ("observation", "reflection"):
@@ -668,9 +673,10 @@ class ObservationalMemoryConfig(_Options):
 
     @property
     def buffering_enabled(self) -> bool:
-        """Whether async buffering runs: enabled, thread scope and buffer_tokens not False."""
+        """Whether async buffering runs: enabled, not read-only, thread scope, buffer_tokens set."""
         buffer_tokens = self.observation.buffer_tokens
-        return self.enabled and self.scope == "thread" and buffer_tokens is not False
+        active = self.enabled and not self.read_only
+        return active and self.scope == "thread" and buffer_tokens is not False
 
     @property
     def observer_model_spec(self) -> Any:

@@ -29,6 +29,7 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langchain_om._actor import ActorEnvs
+from langchain_om._control import refuse_in_read_only
 from langchain_om._core.dates import iso
 from langchain_om._core.recall import recall_instructions
 from langchain_om._core.record import check_owner, coerce_record, new_record
@@ -636,12 +637,18 @@ class ObservationalMemory:
         return await self._arun_standalone(thread_id, plan)
 
     def forget(self, *, thread_id: str, resource_id: str | None = None) -> None:
-        """Delete everything memory stored for a thread (not the graph's checkpoints)."""
+        """Delete everything memory stored for a thread (not the graph's checkpoints).
+
+        Raises:
+            OMUsageError: the memory is ``read_only``.
+        """
+        refuse_in_read_only(self.config, "forget")
         with self._thread_lock.hold(thread_id):
             run_sync(forget_plan(thread_id, resource_id), self._executor)
 
     async def aforget(self, *, thread_id: str, resource_id: str | None = None) -> None:
         """Async twin of :meth:`forget`."""
+        refuse_in_read_only(self.config, "aforget")
         async with hold_async(self._thread_lock, thread_id):
             await run_async(forget_plan(thread_id, resource_id), self._executor)
 

@@ -272,7 +272,7 @@ def turn_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
     """One step (see the module docstring)."""
     now = env.now()
     out = TurnOutcome(record=_new_record(env, inp, now), window=list(inp.window))
-    if not env.config.enabled:  # ObservationalMemory(False): every front door passes through
+    if not env.config.enabled or env.config.read_only:  # every front door passes through
         return out
     step = yield from _prepare(_Step(env, inp, out, now))
     if inp.allow_observe:

@@ -70,3 +70,9 @@ def test_redact_pii_example_keeps_personal_data_out(capsys: pytest.CaptureFixtur
     assert "observer prompt holds the email: False" in out
     assert "maya.lopez@example.com" not in out and "4111 1111" not in out
     assert "[email]" in out and "[phone]" in out and "[card]" in out
+
+
+def test_read_only_example_reads_and_changes_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("read_only.py", capsys)
+    assert "User said: I moved to Lisbon in March." in out
+    assert "reviewer model calls: 0" in out and "stored log unchanged: True" in out
