@@ -581,6 +581,17 @@ class ObservationalMemoryConfig(_Options):
     read_only: StrictBool = False
     """Show the memory context but change nothing: no observation, reflection, buffering or
     archive write (for replaying a thread, evaluation, or a second agent reading a memory)."""
+    keep_last_messages: Annotated[
+        int,
+        numeric_rule(
+            "a whole number of messages, 0 or more",
+            "Use e.g. 4 to always keep the last four messages in the window; 0 turns it off.",
+            lambda x: x >= 0,
+            whole=True,
+        ),
+    ] = 0
+    """The N most recent messages always stay in the window, whatever observation or activation
+    removes (0 = no floor)."""
 
     @model_validator(mode="after")
     def _check_combinations(self) -> Self:

@@ -24,6 +24,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_om._core.cache_ttl import auto_ttl_ms
 from langchain_om._core.dates import iso, message_time, stamp_messages
+from langchain_om._core.floor import floor_chunks, floor_cut
 from langchain_om._core.record import new_record
 from langchain_om._core.reflector import select_reflection_slice, should_reflect
 from langchain_om._core.temporal import gap_reminder
@@ -315,8 +316,11 @@ def _prepare(step: _Step) -> Plan[_Step]:
 def _activate(
     step: _Step, chunks: Sequence[Mapping[str, Any]], trigger: ActivationTrigger
 ) -> Plan[None]:
+    keep = step.env.config.keep_last_messages
+    chunks = chunks[: floor_chunks(chunks, len(step.out.window), keep)]
     if not chunks:
         return
+    step.chain = step.chain[len(chunks) :]  # ``chunks`` is always a prefix of the chain
     out = step.out
     out.record, out.window, moved = yield from activation_plan(
         step.env, step.inp, out.record, out.window, chunks, triggered_by=trigger
@@ -345,7 +349,6 @@ def _activate_due(step: _Step) -> Plan[None]:
             floor=step.env.config.observation.retention_floor_tokens,
         ).count
     yield from _activate(step, step.chain[:count], trigger)
-    step.chain = step.chain[count:]
 
 
 def _await_buffer(step: _Step) -> Plan[None]:
@@ -389,6 +392,7 @@ def _observe_due(step: _Step) -> Plan[None]:
     yield from _activate(step, step.chain, "threshold")
     step.chain = []
     cut = observation_cut(out.window, keep_current_turn=not inp.force_observe)
+    cut = floor_cut(out.window, cut, env.config.keep_last_messages)
     if cut <= 0:
         return
     batch = out.window[:cut]

@@ -76,3 +76,9 @@ def test_read_only_example_reads_and_changes_nothing(capsys: pytest.CaptureFixtu
     out = run_example("read_only.py", capsys)
     assert "User said: I moved to Lisbon in March." in out
     assert "reviewer model calls: 0" in out and "stored log unchanged: True" in out
+
+
+def test_keep_last_messages_example_keeps_four(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("keep_last_messages.py", capsys)
+    assert number(r"(\d+) observed", out) == 16
+    assert "4 kept verbatim" in out and "human: Step 9 of the plan" in out
