@@ -49,6 +49,7 @@ from langchain_om._config_rules import (
     nested_model,
     numeric_rule,
     positive_tokens,
+    preamble_rule,
     resolve_fraction,
     sub_config,
     to_config_error,
@@ -592,6 +593,9 @@ class ObservationalMemoryConfig(_Options):
     ] = 0
     """The N most recent messages always stay in the window, whatever observation or activation
     removes (0 = no floor)."""
+    preamble: Annotated[str | None, BeforeValidator(preamble_rule)] = None
+    """A template replacing the built-in guidance of the memory context, with the placeholders
+    {observations}, {hints}, {current_date} and {default_preamble}; None = the built-in."""
 
     @model_validator(mode="after")
     def _check_combinations(self) -> Self:

@@ -482,7 +482,11 @@ class ObservationalMemory:
         rec = coerce_record(record)
         context = (
             render_memory(
-                rec, now=self._clock(), retrieval=retrieval, recall_instructions=instructions
+                rec,
+                now=self._clock(),
+                retrieval=retrieval,
+                recall_instructions=instructions,
+                preamble=self.config.preamble,
             )
             if rec is not None
             else MemoryContext(blocks=[])

@@ -47,6 +47,7 @@ from langchain_om._core.dates import (
     year_label,
 )
 from langchain_om._core.markup import line_openings, neutralise
+from langchain_om._core.preamble import render_preamble, template_text
 from langchain_om._core.types import OM_META_KEY, ObservationGroup, OMRecord
 from langchain_om.errors import OMUsageError
 
@@ -149,6 +150,7 @@ def render_memory(
     recall_instructions: str | None = None,
     timezone: str | None = None,
     show_ranges: bool | None = None,
+    preamble: str | None = None,
 ) -> MemoryContext:
     """Render a record as the memory context for the agent's model.
 
@@ -160,6 +162,8 @@ def render_memory(
         timezone: IANA zone used to decide what "today" is; defaults to the record's zone
             (a naive ``now`` is UTC; an unknown zone counts as UTC).
         show_ranges: show ``## Group`` headings with ``_range`` (defaults to ``retrieval``).
+        preamble: a custom preamble template (see :mod:`langchain_om._core.preamble`) in
+            place of the built-in guidance.
 
     Returns:
         The context; empty (no blocks) when the record has no groups and no hints.
@@ -171,16 +175,19 @@ def render_memory(
     ranges = retrieval if show_ranges is None else show_ranges
     today = _today(now, timezone or record.get("timezone"))
 
-    preamble = MEMORY_PREAMBLE
+    guidance = MEMORY_PREAMBLE
     if ranges and groups:
-        preamble += "\n\n" + RANGES_NOTE
+        guidance += "\n\n" + RANGES_NOTE
     if recall_instructions and recall_instructions.strip():
-        preamble += "\n\n" + recall_instructions.strip()
+        guidance += "\n\n" + recall_instructions.strip()
+    openings = MEMORY_OPENINGS
+    if preamble is not None:
+        openings = (*MEMORY_OPENINGS, *line_openings(template_text(preamble)))
 
-    blocks = [preamble]
+    blocks: list[str] = []
     previous: date | None = None
     for index, group in enumerate(groups):
-        text = neutralise(group["text"].strip(), openings=MEMORY_OPENINGS, dates=False)
+        text = neutralise(group["text"].strip(), openings=openings, dates=False)
         body, previous = annotate_relative_time(text, today, previous)
         if ranges:
             body = _group_heading(group) + "\n\n" + body
@@ -189,9 +196,17 @@ def render_memory(
         blocks.append(body)
     if groups:
         blocks.append(OBSERVATIONS_CLOSE)
-    if hints_block:
-        blocks.append(hints_block)
-    return MemoryContext(blocks=blocks)
+    if preamble is not None:
+        return MemoryContext(
+            blocks=render_preamble(
+                preamble,
+                observation_blocks=blocks,
+                hints=hints_block,
+                today=today,
+                default=guidance,
+            )
+        )
+    return MemoryContext(blocks=[guidance, *blocks, *([hints_block] if hints_block else [])])
 
 
 def _today(now: datetime, timezone: str | None) -> date:

@@ -82,3 +82,10 @@ def test_keep_last_messages_example_keeps_four(capsys: pytest.CaptureFixture[str
     out = run_example("keep_last_messages.py", capsys)
     assert number(r"(\d+) observed", out) == 16
     assert "4 kept verbatim" in out and "human: Step 9 of the plan" in out
+
+
+def test_custom_preamble_example_renders_and_refuses(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("custom_preamble.py", capsys)
+    assert out.startswith("You are Maya's travel assistant. Today is ")
+    assert "User said: I prefer aisle seats" in out
+    assert "refused: preamble" in out and "{observation}" in out
