@@ -133,6 +133,11 @@ class ThreadSnapshot:
         """The observation log as text."""
         return "\n\n".join(g["text"] for g in self.record["groups"])
 
+    @property
+    def extracted(self) -> dict[str, Any]:
+        """The extractors' values (schema extractors' as validated JSON), by key path."""
+        return dict(self.record["extracted"])
+
     def _repr_html_(self) -> str:
         return render_html(self)
 
@@ -223,7 +228,10 @@ class ObservationalMemory:
             vector=bool(self.config.retrieval and self.config.retrieval.vector),
             extractors=check_extractors(self.config.observation.extract),
             timezone=timezone,
+            structured=self._models.structured,
+            astructured=self._models.astructured,
         )
+        check_extractors(self.config.reflection.extract, option="reflection.extract")
         self._actors = ActorEnvs(base_env, actor_model)
         self._tools: list[BaseTool] | None = None
 

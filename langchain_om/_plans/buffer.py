@@ -30,6 +30,7 @@ from langchain_om._plans.cycles import (
     run_cycle,
 )
 from langchain_om._plans.effects import Plan, StoreBatch
+from langchain_om._plans.extract import extract_plan
 from langchain_om._plans.storage import (
     chunk_delete_ops,
     chunk_put_op,
@@ -93,6 +94,10 @@ def buffer_plan(
             env.extractors, parsed.extracted, record["extracted"], thread_id=thread_id
         )
         text = parsed.observations.strip()
+        ctx, extracted = cycle.context(), record["extracted"]
+        found.merge(
+            (yield from extract_plan(env, ctx, env.extractors, text, extracted, role="observer"))
+        )
         ids = [m.id or "" for m in messages]
         hints = (
             ("current_task", parsed.current_task),

@@ -43,6 +43,7 @@ from langchain_om._core.reflector import (
 from langchain_om._core.truncation import TruncatedObservations, truncate_observations
 from langchain_om._core.types import ObservationGroup, OMRecord
 from langchain_om._plans.effects import HookCall, ModelCall, Plan, StoreBatch
+from langchain_om._plans.extract import extract_plan, reflection_extractors
 from langchain_om._plans.storage import observed_plan, reflected_ops
 from langchain_om._plans.transforms import (
     after_observation,
@@ -68,7 +69,7 @@ from langchain_om.events import (
     ThreadUpdateEvent,
     WindowUsage,
 )
-from langchain_om.extractors import persist, prior_values, run_extractors
+from langchain_om.extractors import inline_extractors, persist, prior_values, run_extractors
 
 logger = logging.getLogger("langchain_om")
 
@@ -383,8 +384,8 @@ def call_observer(
         now=env.now(),
         observe_attachments=cfg.observation.observe_attachments,
     )
-    extractors = env.extractors
-    context = {"thread_id": record["thread_id"], "resource_id": record["resource_id"]}
+    extractors = inline_extractors(env.extractors)
+    context = {**cycle.context(), "source": "observation"}
     prompt = build_observer_messages(
         history=history,
         previous=previous_view(env, record, pending_texts),
@@ -496,6 +497,10 @@ def observe_plan(
         )
         now = iso(env.now())
         text = parsed.observations.strip()
+        ctx, extracted = cycle.context(), record["extracted"]
+        found.merge(
+            (yield from extract_plan(env, ctx, env.extractors, text, extracted, role="observer"))
+        )
         ids = [m.id or "" for m in batch]
         group = make_group(
             text=text,
@@ -563,6 +568,11 @@ def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecor
         new["reflection_suppressed_at_tokens"] = churn_guard_after(
             best.tokens, threshold, new["observation_tokens"]
         )
+        extractors = reflection_extractors(env)
+        found = yield from extract_plan(
+            env, cycle.context(), extractors, best.text, record["extracted"], role="reflector"
+        )
+        new["extracted"] = persist(extractors, record["extracted"], found.values)
         index = reflected_ops(record, new, vector=env.vector)
         if index:
             yield StoreBatch(index)
@@ -570,6 +580,8 @@ def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecor
             "observation_tokens": new["observation_tokens"],
             "observations": best.text,
             "suggested_response": best.output.suggested_response,
+            "extracted_values": found.values,
+            "extraction_failures": found.failures,
         }
 
     cycle = Cycle(env, inp, record, "reflection", record["observation_tokens"], inp.trigger)

@@ -89,3 +89,11 @@ def test_custom_preamble_example_renders_and_refuses(capsys: pytest.CaptureFixtu
     assert out.startswith("You are Maya's travel assistant. Today is ")
     assert "User said: I prefer aisle seats" in out
     assert "refused: preamble" in out and "{observation}" in out
+
+
+def test_profile_extractor_example_keeps_a_typed_profile(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = run_example("profile_extractor.py", capsys)
+    last = out.strip().splitlines()[-1]
+    assert last.endswith("{'name': 'Maya', 'city': 'Porto', 'allergies': ['peanuts']}")
