@@ -30,7 +30,7 @@ from langchain_om._plans.cycles import (
     run_cycle,
 )
 from langchain_om._plans.effects import Plan, StoreBatch
-from langchain_om._plans.extract import extract_plan
+from langchain_om._plans.extract import extract_plan, reflection_extractors
 from langchain_om._plans.storage import (
     chunk_delete_ops,
     chunk_put_op,
@@ -220,6 +220,14 @@ def reflection_buffer_plan(
     def body(cycle: Cycle) -> Plan[tuple[OMRecord, dict[str, Any]]]:
         target = buffered_reflection_target(slice_tokens)
         best = yield from call_reflector(cycle, groups, target=target, skip_continuation_hints=True)
+        found = yield from extract_plan(
+            env,
+            cycle.context(),
+            reflection_extractors(env),
+            best.text,
+            record["extracted"],
+            role="reflector",
+        )
         value = {
             "id": stable_id(record["record_id"], "bref", *group_ids),
             "text": best.text,
@@ -227,9 +235,15 @@ def reflection_buffer_plan(
             "input_tokens": slice_tokens,
             "group_ids": list(group_ids),
             "created_at": iso(env.now()),
+            "extracted": found.values,
         }
         yield StoreBatch([reflection_put_op(record["thread_id"], value)])
-        return record, {"buffered_tokens": best.tokens, "observations": best.text}
+        return record, {
+            "buffered_tokens": best.tokens,
+            "observations": best.text,
+            "extracted_values": found.values,
+            "extraction_failures": found.failures,
+        }
 
     cycle = _background_cycle(env, inp, record, "reflection", slice_tokens, cycle_id)
     yield from run_cycle(cycle, body)
@@ -264,6 +278,8 @@ def activate_reflection(
         suggested_response=None,
     )
     new["reflection_suppressed_at_tokens"] = None
+    extracted = buffered.get("extracted") or {}
+    new["extracted"] = persist(reflection_extractors(env), new["extracted"], extracted)
     yield StoreBatch(
         [
             reflection_delete_op(record["thread_id"]),

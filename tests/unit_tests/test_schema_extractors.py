@@ -67,9 +67,9 @@ def fill_tasks(prompt: str) -> dict[str, Any]:
     return value
 
 
-def observer_and_extractor(**answers: Any) -> FunctionChatModel:
+def observer_and_extractor(keep: float = 0.3, **answers: Any) -> FunctionChatModel:
     """``memory_model()`` for the Observer; schema calls answered by ``answers[schema name]``."""
-    observer = memory_model(words=30)
+    observer = memory_model(words=30, keep=keep)
     assert observer.function is not None
     observe = observer.function
 
@@ -233,3 +233,28 @@ def test_a_typeddict_pydantic_cannot_validate_is_refused_at_construction() -> No
         return
     with pytest.raises(OMConfigError, match="typing_extensions.TypedDict"):
         Extractor("Tasks", "x", schema=Plain)
+
+
+def test_a_buffered_reflection_carries_its_extraction_to_activation() -> None:
+    model = observer_and_extractor(keep=1.0, Profile=fill_profile)
+    profile = Extractor("Profile", "Profile.", schema=Profile)
+    memory = make_memory(
+        model=model,
+        observation={"message_tokens": 300},
+        reflection={"observation_tokens": 600, "extract": [profile], "buffer_activation": 0.3},
+        background="manual",
+    )
+    events: list[OMEvent] = []
+    memory.on_debug_event = events.append
+    for turn in conversation(30):
+        memory.add_messages("t", turn)
+        memory.run_background()
+    activations = [
+        e for e in events if e.type == "data-om-activation" and e.operation_type == "reflection"
+    ]
+    assert activations, "a buffered reflection was activated"
+    buffered_ends = [
+        e for e in events if e.type == "data-om-buffering-end" and e.operation_type == "reflection"
+    ]
+    assert any("profile" in e.extracted_values for e in buffered_ends)
+    assert memory.status(thread_id="t").extracted["profile"]["name"] == "Maya"
