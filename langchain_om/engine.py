@@ -51,11 +51,18 @@ from langchain_om._plans.storage import (
 )
 from langchain_om._plans.turn import idle_plan, sync_observation_due, sync_reflection_due, turn_plan
 from langchain_om._plans.types import TurnEnv, TurnInput, TurnOutcome, require_thread_id
+from langchain_om._plans.working_memory import (
+    require_working_memory,
+    update_working_memory_plan,
+    with_working_memory,
+    working_memory_text,
+    working_memory_value,
+)
 from langchain_om._role_models import RoleModels
 from langchain_om._spec_check import check_engine_args
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.events import OMEvent
-from langchain_om.extractors import check_extractors
+from langchain_om.extractors import check_extractors, observation_extractors
 from langchain_om.locks import LocalThreadLock, SqliteThreadLock, ThreadLock, hold_async
 from langchain_om.retry import RetryPolicy
 from langchain_om.sqlite import open_sqlite
@@ -143,7 +150,10 @@ class ObservationalMemory:
             model_id=self._models.model_id,
             running=self._background.running,
             vector=bool(self.config.retrieval and self.config.retrieval.vector),
-            extractors=check_extractors(self.config.observation.extract),
+            extractors=observation_extractors(
+                self.config.observation.extract,
+                manage_working_memory=self.config.observation.manage_working_memory,
+            ),
             timezone=timezone,
             structured=self._models.structured,
             astructured=self._models.astructured,
@@ -411,6 +421,7 @@ class ObservationalMemory:
                 retrieval=retrieval,
                 recall_instructions=instructions,
                 preamble=self.config.preamble,
+                working_memory=working_memory_text(self._env.extractors, rec),
             )
             if rec is not None
             else MemoryContext(blocks=[])
@@ -554,6 +565,81 @@ class ObservationalMemory:
         """Async twin of :meth:`forget`."""
         refuse_in_read_only(self.config, "aforget")
         await self._runs.alocked(thread_id, forget_plan(thread_id, resource_id))
+
+    def get_working_memory(
+        self,
+        *,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        record: OMRecord | dict[str, Any] | None = None,
+    ) -> Any:
+        """The working memory: the document (``str``) or typed value (``dict``), or ``None``.
+
+        Read from ``record`` when given (a graph's or agent's state, ``state["om_record"]``),
+        else from the stored thread ``thread_id``.
+
+        Raises:
+            OMUsageError: no working memory is configured.
+        """
+        require_working_memory(self._env.extractors)
+        rec = coerce_record(record)
+        if rec is None:
+            rec = self.status(
+                thread_id=require_thread_id(thread_id), resource_id=resource_id
+            ).record
+        return working_memory_value(self._env.extractors, rec)
+
+    def update_working_memory(
+        self,
+        value: Any,
+        *,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        record: OMRecord | dict[str, Any] | None = None,
+    ) -> OMRecord:
+        """Replace the working memory; the agent sees it on its next model call.
+
+        With ``record`` (a graph's or agent's state) the updated record is returned for you
+        to write back (``agent.update_state(config, {"om_record": new})``); without it, the
+        stored thread ``thread_id`` is updated and its record returned.
+
+        Raises:
+            OMUsageError: no working memory is configured, ``value`` does not fit its schema
+                (or is not a ``str`` for a text one), or the memory is ``read_only``.
+        """
+        update = self._working_memory_update(value, thread_id, resource_id, record)
+        if isinstance(update, dict):
+            return update
+        return self._runs.locked(*update).record
+
+    async def aupdate_working_memory(
+        self,
+        value: Any,
+        *,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        record: OMRecord | dict[str, Any] | None = None,
+    ) -> OMRecord:
+        """Async twin of :meth:`update_working_memory`."""
+        update = self._working_memory_update(value, thread_id, resource_id, record)
+        if isinstance(update, dict):
+            return update
+        return (await self._runs.alocked(*update)).record
+
+    def _working_memory_update(
+        self,
+        value: Any,
+        thread_id: str | None,
+        resource_id: str | None,
+        record: OMRecord | dict[str, Any] | None,
+    ) -> OMRecord | tuple[str, Plan[ThreadState]]:
+        """The updated ``record``, or the thread and plan that update the stored one."""
+        refuse_in_read_only(self.config, "update_working_memory")
+        rec = coerce_record(record)
+        if rec is not None:
+            return with_working_memory(self._env.extractors, rec, value)
+        thread = require_thread_id(thread_id)
+        return thread, update_working_memory_plan(self._env, thread, resource_id, value)
 
     def get_context(
         self,

@@ -25,7 +25,15 @@ from typing import Any
 from langchain_om._core.schemas import schema_problem, validate_value
 from langchain_om.errors import OMConfigError
 
-__all__ = ["ExtractionResult", "Extractor", "RESERVED_SLUGS", "check_extractors", "run_extractors"]
+__all__ = [
+    "DEFAULT_WORKING_MEMORY_TEMPLATE",
+    "ExtractionResult",
+    "Extractor",
+    "RESERVED_SLUGS",
+    "WorkingMemoryExtractor",
+    "check_extractors",
+    "run_extractors",
+]
 
 RESERVED_SLUGS = frozenset(
     {"current-task", "suggested-response", "thread-title", "observations", "thread"}
@@ -116,6 +124,76 @@ class Extractor:
         return value(context) if callable(value) else value
 
 
+DEFAULT_WORKING_MEMORY_TEMPLATE = """\
+# About the user
+- Name:
+- Location:
+- Preferences:
+# Current goals and open tasks
+-"""
+"""The document a text :class:`WorkingMemoryExtractor` keeps when given no template."""
+
+_WORKING_MEMORY_TEXT = """\
+Keep the user's working memory current: write the WHOLE document again, filled in from \
+everything known so far and updated with what the new messages change (corrections replace \
+old values; keep every section and every value still true; leave unknown fields empty). \
+The document's layout:
+{template}"""
+
+_WORKING_MEMORY_SCHEMA = """\
+The user's working memory: stable facts about the user and their current goals. Keep every \
+value still true, correct the ones the user changed, add what is new."""
+
+
+@dataclass(frozen=True)
+class WorkingMemoryExtractor(Extractor):
+    """The working memory: one document about the user, kept current by the Observer.
+
+    A text document laid out by ``template`` (rewritten whole by the Observer each cycle), or
+    a typed value when ``schema`` is given (filled like a schema extractor). It is shown to the
+    agent in its own ``<working-memory>`` block, read and written by the application with
+    ``memory.get_working_memory`` / ``memory.update_working_memory``. It lives in the record,
+    so it follows the memory's ``scope``: one per thread, or one per resource.
+    ``observation.manage_working_memory=True`` adds ``WorkingMemoryExtractor()`` for you.
+
+    Args:
+        template: the document's layout (text form); :data:`DEFAULT_WORKING_MEMORY_TEMPLATE`
+            when omitted.
+        schema: a pydantic model, ``TypedDict`` or JSON schema (typed form) instead.
+    """
+
+    name: str = "Working Memory"
+    instructions: str | Callable[[Mapping[str, Any]], str] = ""
+    template: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.instructions:
+            text = (
+                _WORKING_MEMORY_SCHEMA
+                if self.schema is not None
+                else _WORKING_MEMORY_TEXT.format(
+                    template=(self.template or DEFAULT_WORKING_MEMORY_TEMPLATE).strip()
+                )
+            )
+            object.__setattr__(self, "instructions", text)
+        super().__post_init__()
+
+
+def working_memory_extractor(extractors: Sequence[Extractor]) -> WorkingMemoryExtractor | None:
+    """The working-memory extractor of ``extractors``, if any."""
+    return next((e for e in extractors if isinstance(e, WorkingMemoryExtractor)), None)
+
+
+def observation_extractors(
+    extractors: Sequence[Any], *, manage_working_memory: bool
+) -> list[Extractor]:
+    """``observation.extract`` validated, with a default working memory when it is managed."""
+    out = check_extractors(extractors)
+    if manage_working_memory and working_memory_extractor(out) is None:
+        out = check_extractors([*out, WorkingMemoryExtractor()])
+    return out
+
+
 def check_extractors(
     extractors: Sequence[Any], *, option: str = "observation.extract"
 ) -> list[Extractor]:
@@ -136,6 +214,12 @@ def check_extractors(
             raise OMConfigError(
                 f"Two extractors share the slug {item.slug!r}; give them distinct names.",
                 option=option,
+            )
+        if isinstance(item, WorkingMemoryExtractor) and any(
+            isinstance(e, WorkingMemoryExtractor) for e in out
+        ):
+            raise OMConfigError(
+                "Two working-memory extractors; keep one WorkingMemoryExtractor.", option=option
             )
         if option == "reflection.extract" and not item.structured:
             raise OMConfigError(

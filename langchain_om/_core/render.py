@@ -46,7 +46,7 @@ from langchain_om._core.dates import (
     to_zone,
     year_label,
 )
-from langchain_om._core.markup import line_openings, neutralise
+from langchain_om._core.markup import MEMORY_TAGS, line_openings, neutralise
 from langchain_om._core.preamble import render_preamble, template_text
 from langchain_om._core.types import OM_META_KEY, ObservationGroup, OMRecord
 from langchain_om.errors import OMUsageError
@@ -151,6 +151,7 @@ def render_memory(
     timezone: str | None = None,
     show_ranges: bool | None = None,
     preamble: str | None = None,
+    working_memory: str | None = None,
 ) -> MemoryContext:
     """Render a record as the memory context for the agent's model.
 
@@ -164,13 +165,15 @@ def render_memory(
         show_ranges: show ``## Group`` headings with ``_range`` (defaults to ``retrieval``).
         preamble: a custom preamble template (see :mod:`langchain_om._core.preamble`) in
             place of the built-in guidance.
+        working_memory: the working-memory document, shown in its own block after the log.
 
     Returns:
         The context; empty (no blocks) when the record has no groups and no hints.
     """
     groups = record["groups"]
     hints_block = _render_hints(record)
-    if not groups and not hints_block:
+    working = _render_working_memory(working_memory)
+    if not groups and not hints_block and not working:
         return MemoryContext(blocks=[])
     ranges = retrieval if show_ranges is None else show_ranges
     today = _today(now, timezone or record.get("timezone"))
@@ -196,6 +199,8 @@ def render_memory(
         blocks.append(body)
     if groups:
         blocks.append(OBSERVATIONS_CLOSE)
+    if working:
+        blocks.append(working)
     if preamble is not None:
         return MemoryContext(
             blocks=render_preamble(
@@ -207,6 +212,18 @@ def render_memory(
             )
         )
     return MemoryContext(blocks=[guidance, *blocks, *([hints_block] if hints_block else [])])
+
+
+WORKING_MEMORY_TAG = "working-memory"
+
+
+def _render_working_memory(text: str | None) -> str:
+    body = neutralise(
+        (text or "").strip(), tags=(*MEMORY_TAGS, WORKING_MEMORY_TAG), openings=MEMORY_OPENINGS
+    )
+    if not body:
+        return ""
+    return f"<{WORKING_MEMORY_TAG}>\n{body}\n</{WORKING_MEMORY_TAG}>"
 
 
 def _today(now: datetime, timezone: str | None) -> date:

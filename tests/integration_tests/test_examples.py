@@ -97,3 +97,9 @@ def test_profile_extractor_example_keeps_a_typed_profile(
     out = run_example("profile_extractor.py", capsys)
     last = out.strip().splitlines()[-1]
     assert last.endswith("{'name': 'Maya', 'city': 'Porto', 'allergies': ['peanuts']}")
+
+
+def test_working_memory_example_keeps_and_updates(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("working_memory.py", capsys)
+    assert "kept by the Observer: '# About the user\\n- Location: Lisbon'" in out
+    assert "<working-memory>\n# About the user\n- Location: Porto\n</working-memory>" in out
