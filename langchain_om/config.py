@@ -155,6 +155,9 @@ class ObservationalMemoryConfig(OptionGroup):
     ] = 0
     """The N most recent messages always stay in the window, whatever observation or activation
     removes (0 = no floor)."""
+    memory_tool: StrictBool = False
+    """Give the agent a ``memory`` tool to find, correct and delete observation lines and to
+    update the working memory (its edits are never observed)."""
     preamble: Annotated[str | None, BeforeValidator(preamble_rule)] = None
     """A template replacing the built-in guidance of the memory context, with the placeholders
     {observations}, {hints}, {current_date} and {default_preamble}; None = the built-in."""

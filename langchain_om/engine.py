@@ -66,7 +66,7 @@ from langchain_om.extractors import check_extractors, observation_extractors
 from langchain_om.locks import LocalThreadLock, SqliteThreadLock, ThreadLock, hold_async
 from langchain_om.retry import RetryPolicy
 from langchain_om.sqlite import open_sqlite
-from langchain_om.tools import create_recall_tool
+from langchain_om.tools import create_memory_tool, create_recall_tool
 
 logger = logging.getLogger("langchain_om")
 
@@ -142,6 +142,10 @@ class ObservationalMemory:
         self._models = RoleModels(self.config, self.retry_policy, sleep)
         self._closers: list[Callable[[], None]] = []
         self._background = Background(manual=background == "manual")
+        self._extractors = observation_extractors(
+            self.config.observation.extract,
+            manage_working_memory=self.config.observation.manage_working_memory,
+        )
         base_env = TurnEnv(
             config=self.config,
             counter=self.counter,
@@ -150,10 +154,7 @@ class ObservationalMemory:
             model_id=self._models.model_id,
             running=self._background.running,
             vector=bool(self.config.retrieval and self.config.retrieval.vector),
-            extractors=observation_extractors(
-                self.config.observation.extract,
-                manage_working_memory=self.config.observation.manage_working_memory,
-            ),
+            extractors=self._extractors,
             timezone=timezone,
             structured=self._models.structured,
             astructured=self._models.astructured,
@@ -368,9 +369,11 @@ class ObservationalMemory:
 
     @property
     def tools(self) -> list[BaseTool]:
-        """Tools the agent gets from memory (the ``recall`` tool when retrieval is on)."""
+        """Tools the agent gets: ``recall`` with retrieval, ``memory`` with ``memory_tool``."""
         if self._tools is None:
             self._tools = [create_recall_tool(self)] if self.config.retrieval_enabled else []
+            if self.config.memory_tool:
+                self._tools.append(create_memory_tool(self))
         return list(self._tools)
 
     def new_record(self, *, thread_id: str, resource_id: str | None = None) -> OMRecord:
@@ -421,7 +424,7 @@ class ObservationalMemory:
                 retrieval=retrieval,
                 recall_instructions=instructions,
                 preamble=self.config.preamble,
-                working_memory=working_memory_text(self._env.extractors, rec),
+                working_memory=working_memory_text(self._extractors, rec),
             )
             if rec is not None
             else MemoryContext(blocks=[])
@@ -581,13 +584,13 @@ class ObservationalMemory:
         Raises:
             OMUsageError: no working memory is configured.
         """
-        require_working_memory(self._env.extractors)
+        require_working_memory(self._extractors)
         rec = coerce_record(record)
         if rec is None:
             rec = self.status(
                 thread_id=require_thread_id(thread_id), resource_id=resource_id
             ).record
-        return working_memory_value(self._env.extractors, rec)
+        return working_memory_value(self._extractors, rec)
 
     def update_working_memory(
         self,
@@ -637,7 +640,7 @@ class ObservationalMemory:
         refuse_in_read_only(self.config, "update_working_memory")
         rec = coerce_record(record)
         if rec is not None:
-            return with_working_memory(self._env.extractors, rec, value)
+            return with_working_memory(self._extractors, rec, value)
         thread = require_thread_id(thread_id)
         return thread, update_working_memory_plan(self._env, thread, resource_id, value)
 

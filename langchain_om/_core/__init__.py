@@ -31,6 +31,7 @@ Modules:
     redact: error summaries safe to show to end users (secrets masked); PII redaction.
     transforms: what the transform hooks' results mean; the archive's transformed view.
     floor: the keep_last_messages floor on what leaves the window.
+    line_edits: observation line ids and the memory tool's edits.
     preamble: a custom preamble template: its placeholders, checks and blocks.
     schemas: schema extractors' schemas, prompt and value validation.
     structured: the schema of structured Observer/Reflector replies and their text rendering.

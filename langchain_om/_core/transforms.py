@@ -17,17 +17,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_om.errors import HookError
 
 __all__ = [
     "VETO",
     "WITHHELD_TEXT",
+    "MEMORY_TOOL",
     "archive_view",
     "check_messages",
     "check_text",
+    "without_memory_tool",
 ]
+
+MEMORY_TOOL = "memory"
+"""Name of the agent's own memory tool, whose calls and results the Observer never sees."""
 
 WITHHELD_TEXT = "[withheld by before_observation]"
 """Content archived in place of a message ``before_observation`` dropped."""
@@ -94,4 +99,28 @@ def archive_view(
         if hasattr(message, "tool_calls"):
             update["tool_calls"] = []
         out.append(message.model_copy(update=update))
+    return out
+
+
+def without_memory_tool(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """``messages`` without the memory tool's calls and results (memory's own edits).
+
+    An AI message keeps its text and its other tool calls; one left with neither is dropped.
+    """
+    ids: set[str] = set()
+    out: list[BaseMessage] = []
+    for message in messages:
+        if isinstance(message, AIMessage) and message.tool_calls:
+            mine = [c for c in message.tool_calls if c["name"] == MEMORY_TOOL]
+            if mine:
+                ids.update(str(c.get("id")) for c in mine)
+                rest = [c for c in message.tool_calls if c["name"] != MEMORY_TOOL]
+                if not rest and not message.text.strip():
+                    continue
+                message = message.model_copy(update={"tool_calls": rest})
+        elif isinstance(message, ToolMessage) and (
+            message.tool_call_id in ids or message.name == MEMORY_TOOL
+        ):
+            continue
+        out.append(message)
     return out

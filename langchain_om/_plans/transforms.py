@@ -14,7 +14,12 @@ from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
 
-from langchain_om._core.transforms import archive_view, check_messages, check_text
+from langchain_om._core.transforms import (
+    archive_view,
+    check_messages,
+    check_text,
+    without_memory_tool,
+)
 from langchain_om._plans.effects import Call, Plan
 from langchain_om._plans.types import TurnEnv
 from langchain_om.errors import HookError
@@ -52,10 +57,14 @@ def has_hook(env: TurnEnv, name: HookName) -> bool:
 def before_observation(
     env: TurnEnv, ctx: Mapping[str, Any], batch: Sequence[BaseMessage]
 ) -> Plan[list[BaseMessage]]:
-    """The messages the Observer may see (all of ``batch`` without the hook)."""
-    if not has_hook(env, "before_observation"):
-        return list(batch)
-    result = yield from _run(env, "before_observation", list(batch), dict(ctx))
+    """The messages the Observer may see.
+
+    ``batch`` without the memory tool's own edits, then through the user's hook.
+    """
+    batch = without_memory_tool(batch)
+    if not has_hook(env, "before_observation") or not batch:
+        return batch
+    result = yield from _run(env, "before_observation", batch, dict(ctx))
     return check_messages("before_observation", result)
 
 

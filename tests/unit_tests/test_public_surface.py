@@ -325,6 +325,7 @@ PINNED: dict[str, list[str]] = {
         "redactor",
     ],
     "langchain_om.tools": [
+        "create_memory_tool",
         "create_recall_tool",
     ],
 }
