@@ -53,7 +53,9 @@ class Extractor:
     Args:
         name: a human name; its slug (lowercase, digits, hyphens) names the output section.
         instructions: what to extract, or a function of the run context
-            (``{"thread_id", "resource_id", "trigger", "cycle_id", "source", "previous"}``)
+            (``thread_id``, ``resource_id``, ``trigger``, ``cycle_id``, ``operation``,
+            ``actor_model`` — the agent's ``provider/model`` when known —, ``source`` and, for
+            schema extractors, ``previous``)
             returning that text.
         schema: ``None`` (a text value the Observer writes inline), or a pydantic model class,
             a ``TypedDict`` or a JSON-schema dict: the value is then filled by a

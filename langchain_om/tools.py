@@ -250,6 +250,8 @@ def _memory_edit(
     coerced = coerce_record(record)
     if coerced is None:
         return "There is no memory of this conversation yet.", None
+    if memory.config.read_only and action != "find":
+        return "This memory is read-only; nothing was changed.", None
     if action == "find":
         return json_text({"lines": find_lines(coerced, query or "")}), None
     if action in ("correct", "delete"):

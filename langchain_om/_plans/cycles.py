@@ -177,7 +177,11 @@ class Cycle:
     def context(self) -> dict[str, Any]:
         """The ``ctx`` argument of the transform hooks."""
         return _hook_payload(
-            self.inp, self.trigger, cycle_id=self.cycle_id, operation=self.operation
+            self.inp,
+            self.trigger,
+            cycle_id=self.cycle_id,
+            operation=self.operation,
+            actor_model=self.inp.actor_model,
         )
 
     @property

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from langchain_om import Extractor, OMConfigError
+from langchain_om.display import render_html, render_text
 from langchain_om.events import OMEvent
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
 from tests.helpers import make_memory
@@ -258,3 +259,11 @@ def test_a_buffered_reflection_carries_its_extraction_to_activation() -> None:
     ]
     assert any("profile" in e.extracted_values for e in buffered_ends)
     assert memory.status(thread_id="t").extracted["profile"]["name"] == "Maya"
+
+
+def test_the_values_show_in_the_text_and_html_views() -> None:
+    memory = profile_memory(observer_and_extractor(Profile=fill_profile))
+    snap = memory.observe(thread_id="t", messages=[HumanMessage("My name is Maya.")])
+    text = render_text(snap)
+    assert 'extracted profile: {"name": "Maya", "city": null, "allergies": []}' in text
+    assert "&quot;name&quot;: &quot;Maya&quot;" in render_html(snap)
