@@ -437,8 +437,10 @@ class RetrievalConfig(OptionGroup):
 class Hooks(OptionGroup):
     """Callbacks (sync or async) around every observation and reflection cycle.
 
-    Each gets a context with ``thread_id``, ``resource_id`` and ``trigger``; end hooks also get
-    token usage and ``error`` on failure. A hook that raises is logged, never fatal.
+    The ``on_*`` telemetry hooks get a context with ``thread_id``, ``resource_id`` and
+    ``trigger``; end hooks also get token usage and ``error`` on failure. A telemetry hook that
+    raises is logged, never fatal. The transform hooks (``before_*`` / ``after_*``) change what
+    memory sees and keeps; one that raises fails its cycle cleanly (``HookError``).
     """
 
     on_observation_start: _Hook = None
