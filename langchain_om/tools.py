@@ -249,7 +249,11 @@ def _memory_edit(
     """The tool's answer and the new record (``None`` when nothing changed)."""
     coerced = coerce_record(record)
     if coerced is None:
-        return "There is no memory of this conversation yet.", None
+        return (
+            "There is no memory of this conversation yet (in a custom graph, give the tool "
+            "node a state with the om_record key: ObservationalMemoryGraphState).",
+            None,
+        )
     if memory.config.read_only and action != "find":
         return "This memory is read-only; nothing was changed.", None
     if action == "find":

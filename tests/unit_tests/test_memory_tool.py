@@ -8,11 +8,18 @@ from typing import Any
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
 
-from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
+from langchain_om import (
+    ObservationalMemory,
+    ObservationalMemoryMiddleware,
+    add_observational_memory,
+)
 from langchain_om._core.line_edits import edit_line, find_lines
 from langchain_om._core.record import make_group, new_record
 from langchain_om._core.transforms import without_memory_tool
+from langchain_om.graph import ObservationalMemoryGraphState
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
 from tests.helpers import FIXED
 
@@ -103,3 +110,31 @@ def test_the_observer_never_sees_the_memory_tool() -> None:
         AIMessage("Fixed.", id="a2"),
     ]
     assert [m.id for m in without_memory_tool(messages)] == ["h", "a2"]
+
+
+def test_in_a_custom_graph_with_the_memory_state_the_tool_edits_the_record() -> None:
+    memory = ObservationalMemory(
+        model=memory_model(words=12),
+        observation={"message_tokens": 300, "buffer_tokens": False},
+        reflection={"observation_tokens": 400},
+        memory_tool=True,
+        clock=lambda: FIXED,
+    )
+    llm = FunctionChatModel(function=agent_reply).bind_tools(memory.tools)
+    builder: Any = StateGraph(ObservationalMemoryGraphState)
+    builder.add_node("model", lambda s: {"messages": [llm.invoke(s["messages"])]})
+    builder.add_node("tools", ToolNode(memory.tools))
+    builder.add_edge(START, "model")
+    builder.add_conditional_edges("model", tools_condition, {"tools": "tools", END: END})
+    builder.add_edge("tools", "model")
+    add_observational_memory(builder, memory)
+    graph = builder.compile(checkpointer=memory.checkpointer)
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"messages": [HumanMessage("I live in Lisbon. " + "Detail. " * 40)]}, config)
+    for i in range(3):
+        graph.invoke({"messages": [HumanMessage(f"Turn {i}: " + "more " * 60)]}, config)
+    graph.invoke({"messages": [HumanMessage("I moved to Porto, please fix that.")]}, config)
+    values = graph.get_state(config).values
+    log = "\n".join(g["text"] for g in values["om_record"]["groups"])
+    assert "User lives in Porto" in log and "live in Lisbon" not in log
+    assert values["messages"][-1].text.startswith("Done: Line L")
