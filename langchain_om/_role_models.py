@@ -67,6 +67,7 @@ class RoleModels:
             temperature=role.model_settings.temperature,
             max_output_tokens=role.model_settings.max_output_tokens,
             provider_options=role.provider_options,
+            top_p=role.model_settings.top_p,
         )
         return [adapt_attempt(a, effect.role, cfg) for a in planned]
 

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from datetime import UTC, datetime
-from typing import Any, Literal, Unpack
+from typing import Any, Literal, Unpack, cast
 
 from langchain_core.messages import BaseMessage, MessageLikeRepresentation
 from langchain_core.tools import BaseTool
@@ -41,7 +41,9 @@ from langchain_om._engine_io import (
 )
 from langchain_om._logging import log_event
 from langchain_om._plans.background import Background
-from langchain_om._plans.effects import Executor, Plan
+from langchain_om._plans.effects import Plan
+from langchain_om._plans.resource import ResourceHandler
+from langchain_om._plans.resource_turn import OTHERS_TOKENS_KEY, shared_view_plan
 from langchain_om._plans.standalone import StandaloneRequest, ThreadState, load_plan, step_plan
 from langchain_om._plans.storage import (
     after_migration,
@@ -161,16 +163,18 @@ class ObservationalMemory:
         )
         check_extractors(self.config.reflection.extract, option="reflection.extract")
         self._actors = ActorEnvs(base_env, actor_model)
-        executor = Executor(
+        lock = thread_lock or LocalThreadLock()
+        executor = ResourceHandler(  # also runs resource scope's gathers and compare-and-sets
             store=self.store,
             call_model=self._models.call,
             acall_model=self._models.acall,
             background=self._background,
+            lock=lock,
         )
         self._runs = Runs(
             executor=executor,
             background=self._background,
-            lock=thread_lock or LocalThreadLock(),
+            lock=lock,
             env=lambda: self._env,
             render=self.render,
         )
@@ -401,7 +405,9 @@ class ObservationalMemory:
         if rec is None:
             return False
         _, env = self._actor_env(actor_model, rec)
-        return sync_observation_due(env, rec, env.counter.count_messages(window), rec["thread_id"])
+        others = int(rec.get(OTHERS_TOKENS_KEY) or 0)  # type: ignore[call-overload]
+        tokens = env.counter.count_messages(window) + others  # resource scope: all threads count
+        return sync_observation_due(env, rec, tokens, rec["thread_id"])
 
     def should_reflect(
         self, record: OMRecord | dict[str, Any] | None, *, actor_model: Any = None
@@ -548,12 +554,18 @@ class ObservationalMemory:
         With ``resource_id``, raises ``OMUsageError`` when the thread belongs to another
         resource.
         """
-        return self._runs.standalone(thread_id, load_plan(self._env, thread_id, resource_id))
+        return self._runs.standalone(thread_id, self._status_plan(thread_id, resource_id))
 
     async def astatus(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
         """Async twin of :meth:`status`."""
-        plan = load_plan(self._env, thread_id, resource_id)
+        plan = self._status_plan(thread_id, resource_id)
         return await self._runs.astandalone(thread_id, plan)
+
+    def _status_plan(self, thread_id: str, resource_id: str | None) -> Plan[ThreadState]:
+        """The stored state, with resource scope's shared log as it is now."""
+        state = yield from load_plan(self._env, thread_id, resource_id)
+        view = yield from cast("Plan[OMRecord]", shared_view_plan(self._env, state.record))
+        return ThreadState(view, state.window, state.status, state.jobs)
 
     def forget(self, *, thread_id: str, resource_id: str | None = None) -> None:
         """Delete everything memory stored for a thread (not the graph's checkpoints).

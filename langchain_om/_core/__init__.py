@@ -37,4 +37,5 @@ Modules:
     structured: the schema of structured Observer/Reflector replies and their text rendering.
     output_modes: which output mode and Observer prompt variant a model gets.
     invented: observation lines about tool calls no observed message contains.
+    resource: resource scope's shared log: batching, thread labels, merging, deltas applied once.
 """

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
@@ -46,6 +46,7 @@ from langchain_om._plans.buffer import (
 )
 from langchain_om._plans.cycles import observe_plan, reflect_plan, status_event
 from langchain_om._plans.effects import AwaitBackground, Plan, StoreBatch
+from langchain_om._plans.resource_turn import resource_turn_plan
 from langchain_om._plans.storage import (
     buffered_read_ops,
     chunk_delete_ops,
@@ -271,6 +272,8 @@ def _new_record(env: TurnEnv, inp: TurnInput, now: datetime) -> OMRecord:
 
 def turn_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
     """One step (see the module docstring)."""
+    if env.config.scope == "resource" and env.config.enabled:  # one log per resource
+        return (yield from cast("Plan[TurnOutcome]", resource_turn_plan(env, inp)))
     now = env.now()
     out = TurnOutcome(record=_new_record(env, inp, now), window=list(inp.window))
     if not env.config.enabled or env.config.read_only:  # every front door passes through

@@ -103,3 +103,9 @@ def test_working_memory_example_keeps_and_updates(capsys: pytest.CaptureFixture[
     out = run_example("working_memory.py", capsys)
     assert "kept by the Observer: '# About the user\\n- Location: Lisbon'" in out
     assert "<working-memory>\n# About the user\n- Location: Porto\n</working-memory>" in out
+
+
+def test_cross_thread_example_shows_both_ways(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("cross_thread.py", capsys)
+    assert "resource scope, new thread sees Oslo: True" in out
+    assert "thread scope + recall, tools offered: ['recall']" in out
