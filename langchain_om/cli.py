@@ -198,6 +198,7 @@ def cmd_inspect(args: argparse.Namespace, console: Console) -> int:
                 "checkpoint_id": snap.checkpoint_id,
                 "status": snap.status.to_part()["data"],
                 "record": snap.record,
+                "extracted": snap.extracted,
                 "window_messages": len(snap.window),
                 "archived_messages": _archived(memory, snap),
             }

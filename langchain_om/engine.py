@@ -29,6 +29,7 @@ from langchain_om._checkpoint_view import (
     read_graph_thread,
     thread_ids,
 )
+from langchain_om._control import refuse_in_read_only
 from langchain_om._core.callable_tokens import MessageCounter, as_token_counter
 from langchain_om._core.dates import iso
 from langchain_om._core.recall import recall_instructions
@@ -58,6 +59,13 @@ from langchain_om._plans.storage import (
 )
 from langchain_om._plans.turn import idle_plan, sync_observation_due, sync_reflection_due, turn_plan
 from langchain_om._plans.types import TurnEnv, TurnInput, TurnOutcome, require_thread_id
+from langchain_om._plans.working_memory import (
+    require_working_memory,
+    update_working_memory_plan,
+    with_working_memory,
+    working_memory_text,
+    working_memory_value,
+)
 from langchain_om._role_models import RoleModels
 from langchain_om._run_store import load_tokenizer
 from langchain_om._spec_check import check_engine_args
@@ -65,10 +73,10 @@ from langchain_om._store_index import EmbeddingsSpec, check_vector_store, defaul
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import OMUsageError
 from langchain_om.events import OMEvent
-from langchain_om.extractors import check_extractors
+from langchain_om.extractors import check_extractors, observation_extractors
 from langchain_om.locks import LocalThreadLock, ThreadLock, hold_async
 from langchain_om.retry import RetryPolicy
-from langchain_om.tools import create_recall_tool
+from langchain_om.tools import create_memory_tool, create_recall_tool
 
 logger = logging.getLogger("langchain_om")
 
@@ -149,6 +157,10 @@ class ObservationalMemory(OpensStorage):
         self._models = RoleModels(self.config, self.retry_policy, sleep)
         self._opened: list[OpenedStorage] = []
         self._background = Background(manual=background == "manual")
+        self._extractors = observation_extractors(
+            self.config.observation.extract,
+            manage_working_memory=self.config.observation.manage_working_memory,
+        )
         base_env = TurnEnv(
             config=self.config,
             counter=self.counter,
@@ -157,9 +169,12 @@ class ObservationalMemory(OpensStorage):
             model_id=self._models.model_id,
             running=self._background.running,
             vector=bool(self.config.retrieval and self.config.retrieval.vector),
-            extractors=check_extractors(self.config.observation.extract),
+            extractors=self._extractors,
             timezone=timezone,
+            structured=self._models.structured,
+            astructured=self._models.astructured,
         )
+        check_extractors(self.config.reflection.extract, option="reflection.extract")
         self._actors = ActorEnvs(base_env, actor_model)
         lock = thread_lock or LocalThreadLock()
         executor = ResourceHandler(  # also runs resource scope's gathers and compare-and-sets
@@ -381,9 +396,11 @@ class ObservationalMemory(OpensStorage):
 
     @property
     def tools(self) -> list[BaseTool]:
-        """Tools the agent gets from memory (the ``recall`` tool when retrieval is on)."""
+        """Tools the agent gets: ``recall`` with retrieval, ``memory`` with ``memory_tool``."""
         if self._tools is None:
             self._tools = [create_recall_tool(self)] if self.config.retrieval_enabled else []
+            if self.config.memory_tool:
+                self._tools.append(create_memory_tool(self))
         return list(self._tools)
 
     def new_record(self, *, thread_id: str, resource_id: str | None = None) -> OMRecord:
@@ -431,7 +448,12 @@ class ObservationalMemory(OpensStorage):
         rec = coerce_record(record)
         context = (
             render_memory(
-                rec, now=self._clock(), retrieval=retrieval, recall_instructions=instructions
+                rec,
+                now=self._clock(),
+                retrieval=retrieval,
+                recall_instructions=instructions,
+                preamble=self.config.preamble,
+                working_memory=working_memory_text(self._extractors, rec),
             )
             if rec is not None
             else MemoryContext(blocks=[])
@@ -584,12 +606,93 @@ class ObservationalMemory(OpensStorage):
         return ThreadState(view, state.window, state.status, state.jobs)
 
     def forget(self, *, thread_id: str, resource_id: str | None = None) -> None:
-        """Delete everything memory stored for a thread (not the graph's checkpoints)."""
+        """Delete everything memory stored for a thread (not the graph's checkpoints).
+
+        Raises:
+            OMUsageError: the memory is ``read_only``.
+        """
+        refuse_in_read_only(self.config, "forget")
         self._runs.locked(thread_id, forget_plan(thread_id, resource_id))
 
     async def aforget(self, *, thread_id: str, resource_id: str | None = None) -> None:
         """Async twin of :meth:`forget`."""
+        refuse_in_read_only(self.config, "aforget")
         await self._runs.alocked(thread_id, forget_plan(thread_id, resource_id))
+
+    def get_working_memory(
+        self,
+        *,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        record: OMRecord | dict[str, Any] | None = None,
+    ) -> Any:
+        """The working memory: the document (``str``) or typed value (``dict``), or ``None``.
+
+        Read from ``record`` when given (a graph's or agent's state, ``state["om_record"]``),
+        else from the stored thread ``thread_id``.
+
+        Raises:
+            OMUsageError: no working memory is configured.
+        """
+        require_working_memory(self._extractors)
+        rec = coerce_record(record)
+        if rec is None:
+            rec = self.status(
+                thread_id=require_thread_id(thread_id), resource_id=resource_id
+            ).record
+        return working_memory_value(self._extractors, rec)
+
+    def update_working_memory(
+        self,
+        value: Any,
+        *,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        record: OMRecord | dict[str, Any] | None = None,
+    ) -> OMRecord:
+        """Replace the working memory; the agent sees it on its next model call.
+
+        With ``record`` (a graph's or agent's state) the updated record is returned for you
+        to write back (``agent.update_state(config, {"om_record": new})``); without it, the
+        stored thread ``thread_id`` is updated and its record returned.
+
+        Raises:
+            OMUsageError: no working memory is configured, ``value`` does not fit its schema
+                (or is not a ``str`` for a text one), or the memory is ``read_only``.
+        """
+        update = self._working_memory_update(value, thread_id, resource_id, record)
+        if isinstance(update, dict):
+            return update
+        return self._runs.locked(*update).record
+
+    async def aupdate_working_memory(
+        self,
+        value: Any,
+        *,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        record: OMRecord | dict[str, Any] | None = None,
+    ) -> OMRecord:
+        """Async twin of :meth:`update_working_memory`."""
+        update = self._working_memory_update(value, thread_id, resource_id, record)
+        if isinstance(update, dict):
+            return update
+        return (await self._runs.alocked(*update)).record
+
+    def _working_memory_update(
+        self,
+        value: Any,
+        thread_id: str | None,
+        resource_id: str | None,
+        record: OMRecord | dict[str, Any] | None,
+    ) -> OMRecord | tuple[str, Plan[ThreadState]]:
+        """The updated ``record``, or the thread and plan that update the stored one."""
+        refuse_in_read_only(self.config, "update_working_memory")
+        rec = coerce_record(record)
+        if rec is not None:
+            return with_working_memory(self._extractors, rec, value)
+        thread = require_thread_id(thread_id)
+        return thread, update_working_memory_plan(self._env, thread, resource_id, value)
 
     def get_context(
         self,

@@ -137,8 +137,10 @@ def trace(script: Script, options: dict[str, Any]) -> str:
             opts[key] = {**opts[key], **value}
         else:
             opts[key] = value
+    # Telemetry hooks are replaced by recorders; transform hooks and flags are kept.
     opts["hooks"] = {
-        name: (lambda ctx, name=name: hooks.append(name)) for name in (opts.get("hooks") or {})
+        name: (lambda ctx, name=name: hooks.append(name)) if name.startswith("on_") else value
+        for name, value in (opts.get("hooks") or {}).items()
     }
     memory = ObservationalMemory(
         opts,
@@ -206,6 +208,7 @@ def _drive(memory: ObservationalMemory, script: Script, clock: Clock, out: list[
         out.append([m.id for m in window])
     out.append(record)
     out.append(memory.render(record).blocks)
+    out.append([_show(m) for m in memory.archived_messages("t", record=record)])
     if script.search is not None:
         tool = create_recall_tool(memory)
         cfg: RunnableConfig = {"configurable": {"thread_id": "t", "resource_id": "u"}}
@@ -250,6 +253,23 @@ def _ref(**values: Any) -> dict[str, Any]:
 
 def _noop(ctx: Any) -> None:
     return None
+
+
+def _topics_to_subjects(messages: list[BaseMessage], ctx: Any) -> list[BaseMessage]:
+    return [
+        m.model_copy(update={"content": m.content.replace("topic", "subject")})
+        if isinstance(m.content, str)
+        else m
+        for m in messages
+    ]
+
+
+def _with_line(text: str, ctx: Any) -> str:
+    return text + "\n* 🟢 (09:00) added by a hook"
+
+
+class _TopicsValue(BaseModel):
+    topics: list[str]
 
 
 NO_BUFFER = Script({"observation": {"buffer_tokens": False}})
@@ -305,6 +325,21 @@ TABLE: list[Changes | Refused] = [
             "on_reflection_end",
         )
     ],
+    # transform hooks: what the Observer / Reflector see and what is kept changes
+    Changes("hooks.before_observation", {}, {"hooks": {"before_observation": _topics_to_subjects}}),
+    Changes("hooks.after_observation", {}, {"hooks": {"after_observation": _with_line}}),
+    Changes("hooks.before_reflection", {}, {"hooks": {"before_reflection": _with_line}}),
+    Changes("hooks.after_reflection", {}, {"hooks": {"after_reflection": _with_line}}),
+    Changes(
+        "hooks.archive_transformed",
+        {"hooks": {"before_observation": _topics_to_subjects}},
+        {"hooks": {"before_observation": _topics_to_subjects, "archive_transformed": True}},
+    ),
+    # presentation and modes
+    Changes("read_only", {}, {"read_only": True}),
+    Changes("keep_last_messages", {}, {"keep_last_messages": 16}),
+    Changes("preamble", {}, {"preamble": "What you remember:\n{observations}"}),
+    Changes("memory_tool", {}, {"memory_tool": True}),
     # observation
     Changes("observation.model", {}, _obs(model=memory_model(words=3))),
     Changes("observation.instruction", {}, _obs(instruction="Mind the topics.")),
@@ -312,12 +347,7 @@ TABLE: list[Changes | Refused] = [
     Changes("observation.output", {}, _obs(output="structured")),
     Changes("observation.prompt", {}, _obs(prompt="compact")),
     Changes("observation.extract", {}, _obs(extract=[Extractor("Topics", "Topics liked.")])),
-    Refused(
-        "observation.manage_working_memory",
-        _obs(manage_working_memory=True),
-        "observation.extract",
-        (_obs(manage_working_memory=False),),
-    ),
+    Changes("observation.manage_working_memory", {}, _obs(manage_working_memory=True)),
     Changes("observation.observe_attachments", {}, _obs(observe_attachments=False)),
     Changes("observation.message_tokens", {}, _obs(message_tokens=3_000)),
     Refused(
@@ -365,11 +395,10 @@ TABLE: list[Changes | Refused] = [
     # reflection
     Changes("reflection.model", {}, _ref(model=memory_model(words=3, keep=1.0))),
     Changes("reflection.instruction", {}, _ref(instruction="Keep the topics.")),
-    Refused(
+    Changes(
         "reflection.extract",
-        _ref(extract=[Extractor("Topics", "Topics liked.")]),
-        "observation.extract",
-        (_ref(extract=[]),),
+        {},
+        _ref(extract=[Extractor("Topics", "Topics liked.", schema=_TopicsValue)]),
     ),
     Changes("reflection.output", {}, _ref(output="structured")),
     Changes("reflection.observation_tokens", {}, _ref(observation_tokens=600)),
@@ -445,6 +474,15 @@ RESOURCE_REFUSED: dict[str, dict[str, Any]] = {
     "observation.use_usage_metadata": _obs(use_usage_metadata=True),
     "activate_after_idle": _ref(activate_after_idle="5m"),
     "activate_on_provider_change": _obs(activate_on_provider_change=True),
+    "read_only": {"read_only": True},
+    "keep_last_messages": {"keep_last_messages": 4},
+    "hooks.before_observation": {"hooks": {"before_observation": _topics_to_subjects}},
+    "hooks.after_observation": {"hooks": {"after_observation": _with_line}},
+    "hooks.before_reflection": {"hooks": {"before_reflection": _with_line}},
+    "hooks.after_reflection": {"hooks": {"after_reflection": _with_line}},
+    "memory_tool": {"memory_tool": True},
+    "observation.manage_working_memory": _obs(manage_working_memory=True),
+    "reflection.extract": _ref(extract=[Extractor("Topics", "Topics liked.", schema=_TopicsValue)]),
 }
 """Options that change behaviour in thread scope (rows above) and are refused in resource
 scope, where they would do nothing."""
