@@ -141,11 +141,47 @@ def thread_ids(saver: BaseCheckpointSaver[Any]) -> set[str]:
         return {str(t) for t, spaces in saver.storage.items() if any(spaces.values())}
     if isinstance(saver, SqliteSaver):  # one query instead of loading every checkpoint
         with saver.cursor(transaction=False) as cur:
-            cur.execute("SELECT DISTINCT thread_id FROM checkpoints")
-            return {str(row[0]) for row in cur.fetchall()}
+            cur.execute(_THREADS_SQL)
+            return _thread_column(cur.fetchall())
+    if (found := _postgres_thread_ids(saver)) is not None:
+        return found
     return {str(t.config["configurable"]["thread_id"]) for t in saver.list(None)}
 
 
+def _postgres_thread_ids(saver: BaseCheckpointSaver[Any]) -> set[str] | None:
+    """One query on a sync ``PostgresSaver``'s connection or pool (``None``: another saver)."""
+    conn = _postgres_conn(saver)
+    if conn is None or type(conn).__name__.startswith("Async"):
+        return None  # not a sync PostgreSQL saver
+    if hasattr(conn, "connection"):  # a ConnectionPool lends a connection
+        with conn.connection() as lent:
+            return _thread_column(lent.execute(_THREADS_SQL).fetchall())
+    return _thread_column(conn.execute(_THREADS_SQL).fetchall())
+
+
 async def athread_ids(saver: BaseCheckpointSaver[Any]) -> set[str]:
-    """Async twin of :func:`thread_ids` (the sync reads run on a worker thread)."""
-    return await asyncio.to_thread(thread_ids, saver)
+    """Async twin of :func:`thread_ids` (sync savers' reads run on a worker thread)."""
+    conn = _postgres_conn(saver)
+    if conn is None or not type(conn).__name__.startswith("Async"):
+        return await asyncio.to_thread(thread_ids, saver)
+    if hasattr(conn, "connection"):  # an AsyncConnectionPool lends a connection
+        async with conn.connection() as lent:
+            rows = await (await lent.execute(_THREADS_SQL)).fetchall()
+    else:
+        rows = await (await conn.execute(_THREADS_SQL)).fetchall()
+    return _thread_column(rows)
+
+
+_THREADS_SQL = "SELECT DISTINCT thread_id FROM checkpoints"
+
+
+def _postgres_conn(saver: BaseCheckpointSaver[Any]) -> Any:
+    """The connection or pool of a ``PostgresSaver`` / ``AsyncPostgresSaver`` (else ``None``)."""
+    postgres = "langgraph.checkpoint.postgres"
+    if not any(cls.__module__.startswith(postgres) for cls in type(saver).__mro__):
+        return None  # the optional extra is not imported here: classes are told by module
+    return getattr(saver, "conn", None)
+
+
+def _thread_column(rows: Any) -> set[str]:
+    return {str(row["thread_id"] if isinstance(row, dict) else row[0]) for row in rows}

@@ -64,6 +64,10 @@ def test_from_postgres_runs_sync_and_async_and_a_new_process_resumes(url: str) -
         stored = memory.archived_messages(cfg["configurable"]["thread_id"])
         assert len(stored) == record["observed_message_count"]
         assert stored[0].text.startswith("Turn 0:")
+        # One view: the agent thread is listed and read from its checkpoint.
+        assert cfg["configurable"]["thread_id"] in memory.list_threads()
+        snap = memory.status(thread_id=cfg["configurable"]["thread_id"])
+        assert snap.source == "checkpoint" and snap.record == record
     with ObservationalMemory.from_postgres(url, model=memory_model(), **OPTIONS) as again:
         agent2, actor2 = agent_for(again)
         agent2.invoke({"messages": [HumanMessage("And now?")]}, cfg)
@@ -106,6 +110,9 @@ def test_afrom_postgres_serves_an_async_agent(url: str) -> None:
             await memory.await_background()
             state = await agent.aget_state(cfg)
             archived = await memory.aarchived_messages(cfg["configurable"]["thread_id"])
+            assert cfg["configurable"]["thread_id"] in await memory.alist_threads()
+            snap = await memory.astatus(thread_id=cfg["configurable"]["thread_id"])
+            assert snap.source == "checkpoint"
             await memory.checkpointer.adelete_thread(cfg["configurable"]["thread_id"])
             return state.values["om_record"]["observed_message_count"], len(archived)
 
