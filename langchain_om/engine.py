@@ -57,7 +57,6 @@ from langchain_om.events import OMEvent
 from langchain_om.extractors import check_extractors
 from langchain_om.locks import LocalThreadLock, SqliteThreadLock, ThreadLock, hold_async
 from langchain_om.retry import RetryPolicy
-from langchain_om.sqlite import open_sqlite
 from langchain_om.tools import create_recall_tool
 
 logger = logging.getLogger("langchain_om")
@@ -174,6 +173,9 @@ class ObservationalMemory:
             path: the SQLite file (created if missing).
             **kwargs: options and engine arguments, as for :class:`ObservationalMemory`.
         """
+        # SQLite storage pulls in sqlite-vec and numpy: imported here, not with the package.
+        from langchain_om.sqlite import open_sqlite  # noqa: PLC0415 - heavy, optional
+
         checkpointer, store, close = open_sqlite(path)
         if path != ":memory:" and not path.startswith("file:"):  # a file other processes open
             kwargs.setdefault("thread_lock", SqliteThreadLock(path))

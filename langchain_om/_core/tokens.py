@@ -342,34 +342,33 @@ def _tool_call_text(name: object, args: object) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-MEMO_MAX_CHARS = 4_000_000
-"""Most characters of message text a counting source's process memo keeps alive (~4 MB)."""
+MEMO_MAX_ENTRIES = 100_000
+"""Most messages a counting source's process memo holds (about 150 bytes each)."""
 
 
 class _TextMemo:
-    """Process memo of text messages: message id -> (text, aux, count with overhead).
+    """Process memo of text messages: message id -> (hash of the text, aux, count).
 
     ``aux`` is what else the count depends on: a tool result's call id, None for messages
-    without tool calls (the only others memoised). The memo answers a recount of a message
-    whose text and ``aux`` are equal to the counted one's, also on a copy reloaded from a
-    checkpoint (same id, equal values), without reading the message's cache entry or
-    fingerprinting its parts; values compare equal or not, so the memo is exact. It is
-    bounded by the characters of text it keeps alive: when full it starts again (the cache
-    entries on the messages still answer, at the cost of a fingerprint per part).
+    without tool calls (the only others memoised); the count includes the message overhead.
+    The memo answers a recount of a message whose text hashes alike and whose ``aux`` is
+    equal, also on a copy reloaded from a checkpoint (same id, equal values), without reading
+    the message's cache entry or fingerprinting its parts. The hash is Python's own 64-bit
+    string hash over the whole text (computed once per string object), so unlike the entry's
+    sampled fingerprint it notices any edit. The memo holds no text; when full it starts
+    again (the cache entries on the messages still answer, at the cost of a fingerprint per
+    part).
     """
 
-    __slots__ = ("chars", "entries")
+    __slots__ = ("entries",)
 
     def __init__(self) -> None:
-        self.entries: dict[str, tuple[str, object, int]] = {}
-        self.chars = 0
+        self.entries: dict[str, tuple[int, object, int]] = {}
 
     def put(self, mid: str, text: str, aux: object, count: int) -> None:
-        self.chars += len(text)
-        if self.chars > MEMO_MAX_CHARS:
+        if len(self.entries) >= MEMO_MAX_ENTRIES:
             self.entries.clear()
-            self.chars = len(text)
-        self.entries[mid] = (text, aux, count)
+        self.entries[mid] = (hash(text), aux, count)
 
 
 _TEXT_MEMOS: dict[str, _TextMemo] = {}
@@ -558,7 +557,7 @@ class TokenCounter:
                 total += general(message, tag)
                 continue
             got = entries.get(mid)
-            if got is not None and got[0] == content and got[1] == aux:
+            if got is not None and got[0] == hash(content) and got[1] == aux:
                 total += got[2]
                 continue
             n = general(message, tag)
