@@ -108,7 +108,9 @@ def test_seeds_cache_from_scratch_and_counts_exactly(
         hashlib.sha256(cached.read_bytes()).hexdigest()
         == offline.ENCODING_FILES["o200k_base"].sha256
     )
-    assert [p.name for p in tmp_path.iterdir()] == [cached.name]  # no temp file left behind
+    ranks = offline.ranks_path("o200k_base", str(tmp_path))
+    # No temp file left behind: the BPE file and the ranks file built from it.
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([cached.name, ranks.name])
 
     # The 5 is right: these are the pieces, each a single entry of the BPE vocabulary.
     enc = tiktoken.registry.ENCODINGS["o200k_base"]
@@ -116,6 +118,44 @@ def test_seeds_cache_from_scratch_and_counts_exactly(
     assert pieces == ["Hello", ",", " observational", " memory", "!"]
     vocab = {line.split()[0] for line in cached.read_bytes().splitlines()}
     assert all(base64.b64encode(p.encode()) in vocab for p in pieces)
+
+
+def test_later_loads_build_the_encoding_from_the_ranks_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
+    reference = offline.load_encoding("o200k_base")  # the BPE file, then the ranks file
+    ranks = offline.ranks_path("o200k_base", str(tmp_path))
+    assert ranks.is_file()
+
+    def no_bpe_file(name: str) -> tiktoken.Encoding:
+        raise AssertionError(f"loaded {name} from its BPE file again")
+
+    monkeypatch.setattr(tiktoken, "get_encoding", no_bpe_file)
+    fast = offline.load_encoding("o200k_base")
+    assert fast._mergeable_ranks == reference._mergeable_ranks
+    assert fast._special_tokens == reference._special_tokens
+    for text in [HELLO, *PARAGRAPHS, "日本語のテキスト 🎉", "<|endoftext|> x"]:
+        assert fast.encode_ordinary(text) == reference.encode_ordinary(text)
+    # A corrupt or truncated ranks file is ignored (the BPE file is loaded) and rewritten.
+    monkeypatch.undo()
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    for damaged in (ranks.read_bytes()[:-10], b"not json\n", b""):
+        ranks.write_bytes(damaged)
+        again = offline.load_encoding("o200k_base")
+        assert again.encode_ordinary(HELLO) == reference.encode_ordinary(HELLO)
+        assert offline._read_ranks(ranks, "o200k_base", offline.ENCODING_FILES["o200k_base"].sha256)
+
+
+def test_an_unwritable_ranks_file_only_costs_speed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    offline.ranks_path("o200k_base", str(tmp_path)).mkdir(parents=True)  # a folder in its way
+    encoding = offline.load_encoding("o200k_base")
+    assert encoding.encode_ordinary(HELLO) == [13225, 11, 172525, 8197, 0]
+    assert "tokenizer_ranks_unwritable" in caplog.text
 
 
 def test_seed_cache_replaces_a_corrupt_file_atomically(tmp_path: Path) -> None:
