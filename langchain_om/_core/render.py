@@ -29,6 +29,7 @@ plan or wish ("will", "plans to", "looking forward to", …) for a date already 
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -47,7 +48,7 @@ from langchain_om._core.dates import (
     year_label,
 )
 from langchain_om._core.markup import line_openings, neutralise
-from langchain_om._core.types import OM_META_KEY, ObservationGroup, OMRecord
+from langchain_om._core.types import OM_META_KEY, OMRecord
 from langchain_om.errors import OMUsageError
 
 __all__ = [
@@ -162,32 +163,58 @@ def render_memory(
         show_ranges: show ``## Group`` headings with ``_range`` (defaults to ``retrieval``).
 
     Returns:
-        The context; empty (no blocks) when the record has no groups and no hints.
+        The context; empty (no blocks) when the record has no groups and no hints. Contexts
+        are memoised by what they are made of (group ids, kinds, texts and ranges, the hints,
+        the day, the options), so rendering an unchanged record again on the same day returns
+        the same object, byte-identical by construction; do not mutate its ``blocks``.
     """
     groups = record["groups"]
-    hints_block = _render_hints(record)
-    if not groups and not hints_block:
+    hints = record["hints"]
+    # Everything the context depends on, as a hashable key: a model call that changes neither
+    # the record's log and hints nor the day renders nothing (the hit is the same object).
+    key = (
+        tuple(
+            (g["id"], g["kind"], g["text"], tuple(g["range"]) if g["range"] else None)
+            for g in groups
+        ),
+        hints.get("current_task") or "",
+        hints.get("suggested_response") or "",
+        _today(now, timezone or record.get("timezone")),
+        retrieval if show_ranges is None else show_ranges,
+        recall_instructions,
+    )
+    return _render_key(key)
+
+
+_GroupKey = tuple[str, str, str, "tuple[str, ...] | None"]
+_RenderKey = tuple[tuple[_GroupKey, ...], str, str, date, bool, "str | None"]
+
+
+@functools.lru_cache(maxsize=256)
+def _render_key(key: _RenderKey) -> MemoryContext:
+    """:func:`render_memory` of what ``key`` holds, memoised (a few hundred contexts)."""
+    group_keys, task, suggested, today, ranges, recall_instructions = key
+    hints_block = _render_hints(task, suggested)
+    if not group_keys and not hints_block:
         return MemoryContext(blocks=[])
-    ranges = retrieval if show_ranges is None else show_ranges
-    today = _today(now, timezone or record.get("timezone"))
 
     preamble = MEMORY_PREAMBLE
-    if ranges and groups:
+    if ranges and group_keys:
         preamble += "\n\n" + RANGES_NOTE
     if recall_instructions and recall_instructions.strip():
         preamble += "\n\n" + recall_instructions.strip()
 
     blocks = [preamble]
     previous: date | None = None
-    for index, group in enumerate(groups):
-        text = neutralise(group["text"].strip(), openings=MEMORY_OPENINGS, dates=False)
+    for index, (group_id, kind, group_text, group_range) in enumerate(group_keys):
+        text = neutralise(group_text.strip(), openings=MEMORY_OPENINGS, dates=False)
         body, previous = annotate_relative_time(text, today, previous)
         if ranges:
-            body = _group_heading(group) + "\n\n" + body
+            body = _group_heading(group_id, kind, group_range) + "\n\n" + body
         if index == 0:
             body = OBSERVATIONS_OPEN + "\n" + body
         blocks.append(body)
-    if groups:
+    if group_keys:
         blocks.append(OBSERVATIONS_CLOSE)
     if hints_block:
         blocks.append(hints_block)
@@ -198,22 +225,21 @@ def _today(now: datetime, timezone: str | None) -> date:
     return to_zone(now, timezone or "UTC").date()
 
 
-def _group_heading(group: ObservationGroup) -> str:
-    lines = [f"## Group `{group['id']}`"]
-    if group["range"]:
-        lines.append(f"_range: `{group['range'][0]}:{group['range'][-1]}`_")
-    if group["kind"] == "reflection":
+def _group_heading(group_id: str, kind: str, group_range: tuple[str, ...] | None) -> str:
+    lines = [f"## Group `{group_id}`"]
+    if group_range:
+        lines.append(f"_range: `{group_range[0]}:{group_range[-1]}`_")
+    if kind == "reflection":
         lines.append("_kind: reflection_")
     return "\n".join(lines)
 
 
-def _render_hints(record: OMRecord) -> str:
-    hints = record["hints"]
+def _render_hints(current_task: str, suggested_response: str) -> str:
     parts = []
-    task = neutralise((hints.get("current_task") or "").strip(), openings=MEMORY_OPENINGS)
+    task = neutralise(current_task.strip(), openings=MEMORY_OPENINGS)
     if task:
         parts.append(f"<current-task>\n{task}\n</current-task>")
-    response = neutralise((hints.get("suggested_response") or "").strip(), openings=MEMORY_OPENINGS)
+    response = neutralise(suggested_response.strip(), openings=MEMORY_OPENINGS)
     if response:
         parts.append(f"<suggested-response>\n{response}\n</suggested-response>")
     return "\n\n".join(parts)
