@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import bisect
 import functools
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from langchain_om._core.dates import parse_date_header
@@ -124,7 +124,9 @@ def truncate_observations(
         The view and how many observation lines it hides and keeps (memoised: the same
         arguments return the same object).
     """
-    if not isinstance(count, Hashable):  # memo keys need it: an identity-keyed wrapper
+    try:
+        hash(count)
+    except TypeError:  # memo keys need it: an identity-keyed wrapper instead
         count = functools.partial(count)
     return _truncate(text, budget, count)
 
