@@ -98,6 +98,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
     def __init__(self, memory: ObservationalMemory, *, name: str | None = None) -> None:
         super().__init__()
         self.memory = memory
+        memory.counter.prefetch()  # the tokenizer loads while the agent is built, not in turn 1
         self._name = name
         self.tools = list(memory.tools)
         # The agent's model, learned from the first model call (counting rules, fractions).

@@ -141,6 +141,7 @@ def heuristic_count(text: str) -> int:
 
 _LOCK = threading.Lock()
 _LOADED: dict[str, Callable[[str], list[int]] | Exception] = {}
+_PREFETCHING: set[str] = set()
 _fallback_warned = False
 
 
@@ -473,6 +474,24 @@ class TokenCounter:
             bound._bound = {}
             self._bound[model_id] = bound
         return bound
+
+    def prefetch(self) -> None:
+        """Start loading the encoding on a daemon thread, so that the first count waits less.
+
+        Counts are the same either way (the first count waits for the load to finish); does
+        nothing when the encoding is loaded or loading, or with ``source="heuristic"``.
+        """
+        if self.requested_source == "heuristic" or self._source is not None:
+            return
+        with _LOCK:
+            if self.encoding in _LOADED or self.encoding in _PREFETCHING:
+                return
+            _PREFETCHING.add(self.encoding)
+        thread = threading.Thread(
+            target=_loaded_encoder, args=(self.encoding,), name="langchain-om-tokenizer"
+        )
+        thread.daemon = True
+        thread.start()
 
     def _resolve(self) -> str:
         if self.requested_source == "heuristic":

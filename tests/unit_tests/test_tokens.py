@@ -794,3 +794,17 @@ def test_text_with_a_lone_surrogate_is_counted_and_cached() -> None:
     calls = counter.encode_calls
     assert counter.count_message(message) == first
     assert counter.encode_calls == calls  # the key was computed again, without an error
+
+
+def test_prefetch_loads_in_the_background_and_counts_the_same(
+    fake_loader: Callable[..., FakeLoader], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loader = fake_loader(delay=0.2)
+    monkeypatch.setattr(tokens, "_PREFETCHING", set())
+    c = TokenCounter()
+    c.prefetch()
+    c.prefetch()  # already loading: no second thread
+    assert c.count_text("a b c") == TokenCounter().count_text("a b c")
+    assert loader.calls == 1
+    TokenCounter(source="heuristic").prefetch()  # never loads
+    assert loader.calls == 1
