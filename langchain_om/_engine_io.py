@@ -92,6 +92,11 @@ class ThreadSnapshot:
         """The observation log as text."""
         return "\n\n".join(g["text"] for g in self.record["groups"])
 
+    @property
+    def extracted(self) -> dict[str, Any]:
+        """The extractors' values (schema extractors' as validated JSON), by key path."""
+        return dict(self.record["extracted"])
+
     def _repr_html_(self) -> str:
         return render_html(self)
 

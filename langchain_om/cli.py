@@ -185,6 +185,7 @@ def cmd_inspect(args: argparse.Namespace, console: Console) -> int:
                 "thread_id": snap.thread_id,
                 "status": snap.status.to_part()["data"],
                 "record": snap.record,
+                "extracted": snap.extracted,
                 "window_messages": len(snap.window),
                 "archived_messages": len(memory.archived_messages(snap.thread_id)),
             }

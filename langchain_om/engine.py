@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from datetime import UTC, datetime
-from typing import Any, Literal, Unpack
+from typing import Any, Literal, Unpack, cast
 
 from langchain_core.messages import BaseMessage, MessageLikeRepresentation
 from langchain_core.tools import BaseTool
@@ -23,6 +23,7 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langchain_om._actor import ActorEnvs
+from langchain_om._control import refuse_in_read_only
 from langchain_om._core.callable_tokens import MessageCounter, as_token_counter
 from langchain_om._core.dates import iso
 from langchain_om._core.recall import recall_instructions
@@ -40,7 +41,9 @@ from langchain_om._engine_io import (
 )
 from langchain_om._logging import log_event
 from langchain_om._plans.background import Background
-from langchain_om._plans.effects import Executor, Plan
+from langchain_om._plans.effects import Plan
+from langchain_om._plans.resource import ResourceHandler
+from langchain_om._plans.resource_turn import OTHERS_TOKENS_KEY, shared_view_plan
 from langchain_om._plans.standalone import StandaloneRequest, ThreadState, load_plan, step_plan
 from langchain_om._plans.storage import (
     after_migration,
@@ -50,14 +53,21 @@ from langchain_om._plans.storage import (
 )
 from langchain_om._plans.turn import idle_plan, sync_observation_due, sync_reflection_due, turn_plan
 from langchain_om._plans.types import TurnEnv, TurnInput, TurnOutcome, require_thread_id
+from langchain_om._plans.working_memory import (
+    require_working_memory,
+    update_working_memory_plan,
+    with_working_memory,
+    working_memory_text,
+    working_memory_value,
+)
 from langchain_om._role_models import RoleModels
 from langchain_om._spec_check import check_engine_args
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.events import OMEvent
-from langchain_om.extractors import check_extractors
+from langchain_om.extractors import check_extractors, observation_extractors
 from langchain_om.locks import LocalThreadLock, SqliteThreadLock, ThreadLock, hold_async
 from langchain_om.retry import RetryPolicy
-from langchain_om.tools import create_recall_tool
+from langchain_om.tools import create_memory_tool, create_recall_tool
 
 logger = logging.getLogger("langchain_om")
 
@@ -133,6 +143,10 @@ class ObservationalMemory:
         self._models = RoleModels(self.config, self.retry_policy, sleep)
         self._closers: list[Callable[[], None]] = []
         self._background = Background(manual=background == "manual")
+        self._extractors = observation_extractors(
+            self.config.observation.extract,
+            manage_working_memory=self.config.observation.manage_working_memory,
+        )
         base_env = TurnEnv(
             config=self.config,
             counter=self.counter,
@@ -141,20 +155,25 @@ class ObservationalMemory:
             model_id=self._models.model_id,
             running=self._background.running,
             vector=bool(self.config.retrieval and self.config.retrieval.vector),
-            extractors=check_extractors(self.config.observation.extract),
+            extractors=self._extractors,
             timezone=timezone,
+            structured=self._models.structured,
+            astructured=self._models.astructured,
         )
+        check_extractors(self.config.reflection.extract, option="reflection.extract")
         self._actors = ActorEnvs(base_env, actor_model)
-        executor = Executor(
+        lock = thread_lock or LocalThreadLock()
+        executor = ResourceHandler(  # also runs resource scope's gathers and compare-and-sets
             store=self.store,
             call_model=self._models.call,
             acall_model=self._models.acall,
             background=self._background,
+            lock=lock,
         )
         self._runs = Runs(
             executor=executor,
             background=self._background,
-            lock=thread_lock or LocalThreadLock(),
+            lock=lock,
             env=lambda: self._env,
             render=self.render,
         )
@@ -356,9 +375,11 @@ class ObservationalMemory:
 
     @property
     def tools(self) -> list[BaseTool]:
-        """Tools the agent gets from memory (the ``recall`` tool when retrieval is on)."""
+        """Tools the agent gets: ``recall`` with retrieval, ``memory`` with ``memory_tool``."""
         if self._tools is None:
             self._tools = [create_recall_tool(self)] if self.config.retrieval_enabled else []
+            if self.config.memory_tool:
+                self._tools.append(create_memory_tool(self))
         return list(self._tools)
 
     def new_record(self, *, thread_id: str, resource_id: str | None = None) -> OMRecord:
@@ -386,7 +407,9 @@ class ObservationalMemory:
         if rec is None:
             return False
         _, env = self._actor_env(actor_model, rec)
-        return sync_observation_due(env, rec, env.counter.count_messages(window), rec["thread_id"])
+        others = int(rec.get(OTHERS_TOKENS_KEY) or 0)  # type: ignore[call-overload]
+        tokens = env.counter.count_messages(window) + others  # resource scope: all threads count
+        return sync_observation_due(env, rec, tokens, rec["thread_id"])
 
     def should_reflect(
         self, record: OMRecord | dict[str, Any] | None, *, actor_model: Any = None
@@ -404,7 +427,12 @@ class ObservationalMemory:
         rec = coerce_record(record)
         context = (
             render_memory(
-                rec, now=self._clock(), retrieval=retrieval, recall_instructions=instructions
+                rec,
+                now=self._clock(),
+                retrieval=retrieval,
+                recall_instructions=instructions,
+                preamble=self.config.preamble,
+                working_memory=working_memory_text(self._extractors, rec),
             )
             if rec is not None
             else MemoryContext(blocks=[])
@@ -528,20 +556,107 @@ class ObservationalMemory:
         With ``resource_id``, raises ``OMUsageError`` when the thread belongs to another
         resource.
         """
-        return self._runs.standalone(thread_id, load_plan(self._env, thread_id, resource_id))
+        return self._runs.standalone(thread_id, self._status_plan(thread_id, resource_id))
 
     async def astatus(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
         """Async twin of :meth:`status`."""
-        plan = load_plan(self._env, thread_id, resource_id)
+        plan = self._status_plan(thread_id, resource_id)
         return await self._runs.astandalone(thread_id, plan)
 
+    def _status_plan(self, thread_id: str, resource_id: str | None) -> Plan[ThreadState]:
+        """The stored state, with resource scope's shared log as it is now."""
+        state = yield from load_plan(self._env, thread_id, resource_id)
+        view = yield from cast("Plan[OMRecord]", shared_view_plan(self._env, state.record))
+        return ThreadState(view, state.window, state.status, state.jobs)
+
     def forget(self, *, thread_id: str, resource_id: str | None = None) -> None:
-        """Delete everything memory stored for a thread (not the graph's checkpoints)."""
+        """Delete everything memory stored for a thread (not the graph's checkpoints).
+
+        Raises:
+            OMUsageError: the memory is ``read_only``.
+        """
+        refuse_in_read_only(self.config, "forget")
         self._runs.locked(thread_id, forget_plan(thread_id, resource_id))
 
     async def aforget(self, *, thread_id: str, resource_id: str | None = None) -> None:
         """Async twin of :meth:`forget`."""
+        refuse_in_read_only(self.config, "aforget")
         await self._runs.alocked(thread_id, forget_plan(thread_id, resource_id))
+
+    def get_working_memory(
+        self,
+        *,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        record: OMRecord | dict[str, Any] | None = None,
+    ) -> Any:
+        """The working memory: the document (``str``) or typed value (``dict``), or ``None``.
+
+        Read from ``record`` when given (a graph's or agent's state, ``state["om_record"]``),
+        else from the stored thread ``thread_id``.
+
+        Raises:
+            OMUsageError: no working memory is configured.
+        """
+        require_working_memory(self._extractors)
+        rec = coerce_record(record)
+        if rec is None:
+            rec = self.status(
+                thread_id=require_thread_id(thread_id), resource_id=resource_id
+            ).record
+        return working_memory_value(self._extractors, rec)
+
+    def update_working_memory(
+        self,
+        value: Any,
+        *,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        record: OMRecord | dict[str, Any] | None = None,
+    ) -> OMRecord:
+        """Replace the working memory; the agent sees it on its next model call.
+
+        With ``record`` (a graph's or agent's state) the updated record is returned for you
+        to write back (``agent.update_state(config, {"om_record": new})``); without it, the
+        stored thread ``thread_id`` is updated and its record returned.
+
+        Raises:
+            OMUsageError: no working memory is configured, ``value`` does not fit its schema
+                (or is not a ``str`` for a text one), or the memory is ``read_only``.
+        """
+        update = self._working_memory_update(value, thread_id, resource_id, record)
+        if isinstance(update, dict):
+            return update
+        return self._runs.locked(*update).record
+
+    async def aupdate_working_memory(
+        self,
+        value: Any,
+        *,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        record: OMRecord | dict[str, Any] | None = None,
+    ) -> OMRecord:
+        """Async twin of :meth:`update_working_memory`."""
+        update = self._working_memory_update(value, thread_id, resource_id, record)
+        if isinstance(update, dict):
+            return update
+        return (await self._runs.alocked(*update)).record
+
+    def _working_memory_update(
+        self,
+        value: Any,
+        thread_id: str | None,
+        resource_id: str | None,
+        record: OMRecord | dict[str, Any] | None,
+    ) -> OMRecord | tuple[str, Plan[ThreadState]]:
+        """The updated ``record``, or the thread and plan that update the stored one."""
+        refuse_in_read_only(self.config, "update_working_memory")
+        rec = coerce_record(record)
+        if rec is not None:
+            return with_working_memory(self._extractors, rec, value)
+        thread = require_thread_id(thread_id)
+        return thread, update_working_memory_plan(self._env, thread, resource_id, value)
 
     def get_context(
         self,

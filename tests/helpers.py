@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -181,3 +182,47 @@ def build_graph(memory: ObservationalMemory, actor: FunctionChatModel) -> Any:
     builder.add_edge("tools", "model")
     add_observational_memory(builder, memory)
     return builder.compile(checkpointer=memory.checkpointer, store=memory.store)
+
+
+# -- resource scope: an Observer that answers per thread ----------------------------------------
+
+
+def thread_observer_reply(messages: list[BaseMessage], info: RecordedCall) -> str:
+    """A scripted multi-thread Observer: one ``<thread id>`` block per thread it was sent.
+
+    Each block holds one line per user message of that thread (its first 12 words), under the
+    fixed date of :data:`FIXED`, so tests can find a fact in the shared log.
+    """
+    prompt = messages[-1].text if messages else ""
+    new = prompt.split("## New Messages to Observe", 1)[-1]
+    blocks = re.findall(r'<thread id="([^"]+)">(.*?)</thread>', new, re.DOTALL)
+    if not blocks:
+        blocks = [("", new)]
+    out = []
+    for label, body in blocks:
+        said = re.findall(r"^User(?: \([^)]*\))?: (.*)$", body, re.MULTILINE)
+        lines = [f"* 🔴 (09:00) User said: {' '.join(s.split()[:12])}" for s in said]
+        text = "Date: Nov 30, 2026\n" + "\n".join(lines or ["* 🟡 (09:00) (nothing new)"])
+        out.append(f'<thread id="{label}">\n{text}\n</thread>' if label else text)
+    return "<observations>\n" + "\n".join(out) + "\n</observations>"
+
+
+def thread_memory_reply(messages: list[BaseMessage], info: RecordedCall) -> str:
+    """Observer as :func:`thread_observer_reply`; as Reflector, keeps each thread's first line
+    per date (and its ``<thread id>`` and ``Date:`` lines)."""
+    prompt = messages[-1].text if messages else ""
+    if "## Observations to Condense" not in prompt:
+        return thread_observer_reply(messages, info)
+    body = prompt.split("## Observations to Condense", 1)[1].split("\n## ", 1)[0]
+    kept: list[str] = []
+    first = False
+    for line in body.splitlines():
+        if line.startswith("<thread id=") or line.startswith("Date:"):
+            kept.append(line)
+            first = True
+        elif line.startswith("</thread>"):
+            kept.append(line)
+        elif line.startswith("* ") and first:
+            kept.append(line)
+            first = False
+    return "<observations>\n" + "\n".join(kept) + "\n</observations>"

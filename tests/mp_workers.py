@@ -26,10 +26,12 @@ OPTIONS: dict[str, Any] = {
 }
 
 
-def open_memory(spec: dict[str, Any]) -> ObservationalMemory:
-    """The memory a worker (or the checking parent) uses for ``spec``."""
+def open_memory(spec: dict[str, Any], **overrides: Any) -> ObservationalMemory:
+    """The memory a worker (or the checking parent) uses for ``spec``; ``overrides`` replace
+    options of :data:`OPTIONS`."""
+    options = {**OPTIONS, **overrides}
     if spec["backend"] == "sqlite":
-        return ObservationalMemory.from_sqlite(spec["path"], **OPTIONS)
+        return ObservationalMemory.from_sqlite(spec["path"], **options)
     from langgraph.checkpoint.postgres import PostgresSaver  # noqa: PLC0415  optional extra
     from langgraph.store.postgres import PostgresStore  # noqa: PLC0415  optional extra
 
@@ -37,7 +39,7 @@ def open_memory(spec: dict[str, Any]) -> ObservationalMemory:
     store_cm = PostgresStore.from_conn_string(spec["url"])
     saver, store = saver_cm.__enter__(), store_cm.__enter__()
     lock = PostgresThreadLock(spec["url"])
-    memory = ObservationalMemory(store=store, checkpointer=saver, thread_lock=lock, **OPTIONS)
+    memory = ObservationalMemory(store=store, checkpointer=saver, thread_lock=lock, **options)
     memory._closers.append(lock.close)
     memory._closers.append(lambda: (store_cm.__exit__(None, None, None), None)[1])
     memory._closers.append(lambda: (saver_cm.__exit__(None, None, None), None)[1])

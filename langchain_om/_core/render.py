@@ -29,10 +29,10 @@ plan or wish ("will", "plans to", "looking forward to", …) for a date already 
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from typing import Any
 
 from langchain_core.messages import SystemMessage
 
@@ -47,8 +47,9 @@ from langchain_om._core.dates import (
     to_zone,
     year_label,
 )
-from langchain_om._core.markup import line_openings, neutralise
-from langchain_om._core.types import OM_META_KEY, OMRecord
+from langchain_om._core.markup import MEMORY_TAGS, line_openings, neutralise
+from langchain_om._core.preamble import render_preamble, template_text
+from langchain_om._core.types import OM_META_KEY, ObservationGroup, OMRecord
 from langchain_om.errors import OMUsageError
 
 __all__ = [
@@ -150,6 +151,8 @@ def render_memory(
     recall_instructions: str | None = None,
     timezone: str | None = None,
     show_ranges: bool | None = None,
+    preamble: str | None = None,
+    working_memory: str | None = None,
 ) -> MemoryContext:
     """Render a record as the memory context for the agent's model.
 
@@ -161,6 +164,9 @@ def render_memory(
         timezone: IANA zone used to decide what "today" is; defaults to the record's zone
             (a naive ``now`` is UTC; an unknown zone counts as UTC).
         show_ranges: show ``## Group`` headings with ``_range`` (defaults to ``retrieval``).
+        preamble: a custom preamble template (see :mod:`langchain_om._core.preamble`) in
+            place of the built-in guidance.
+        working_memory: the working-memory document, shown in its own block after the log.
 
     Returns:
         The context; empty (no blocks) when the record has no groups and no hints. Contexts
@@ -168,78 +174,122 @@ def render_memory(
         the day, the options), so rendering an unchanged record again on the same day returns
         the same object, byte-identical by construction; do not mutate its ``blocks``.
     """
-    groups = record["groups"]
+    today = _today(now, timezone or record.get("timezone"))
     hints = record["hints"]
     # Everything the context depends on, as a hashable key: a model call that changes neither
     # the record's log and hints nor the day renders nothing (the hit is the same object).
     key = (
         tuple(
             (g["id"], g["kind"], g["text"], tuple(g["range"]) if g["range"] else None)
-            for g in groups
+            for g in record["groups"]
         ),
         hints.get("current_task") or "",
         hints.get("suggested_response") or "",
-        _today(now, timezone or record.get("timezone")),
+        today,
         retrieval if show_ranges is None else show_ranges,
         recall_instructions,
+        preamble,
+        working_memory,
     )
-    return _render_key(key)
+    context = _RENDERED.get(key)
+    if context is None:
+        context = _render(
+            record, today, retrieval, recall_instructions, show_ranges, preamble, working_memory
+        )
+        if len(_RENDERED) >= _RENDERED_MAX:
+            _RENDERED.clear()
+        _RENDERED[key] = context
+    return context
 
 
-_GroupKey = tuple[str, str, str, "tuple[str, ...] | None"]
-_RenderKey = tuple[tuple[_GroupKey, ...], str, str, date, bool, "str | None"]
+_RENDERED: dict[tuple[Any, ...], MemoryContext] = {}
+_RENDERED_MAX = 256
 
 
-@functools.lru_cache(maxsize=256)
-def _render_key(key: _RenderKey) -> MemoryContext:
-    """:func:`render_memory` of what ``key`` holds, memoised (a few hundred contexts)."""
-    group_keys, task, suggested, today, ranges, recall_instructions = key
-    hints_block = _render_hints(task, suggested)
-    if not group_keys and not hints_block:
+def _render(
+    record: OMRecord,
+    today: date,
+    retrieval: bool,
+    recall_instructions: str | None,
+    show_ranges: bool | None,
+    preamble: str | None,
+    working_memory: str | None,
+) -> MemoryContext:
+    groups = record["groups"]
+    hints_block = _render_hints(record)
+    working = _render_working_memory(working_memory)
+    if not groups and not hints_block and not working:
         return MemoryContext(blocks=[])
+    ranges = retrieval if show_ranges is None else show_ranges
 
-    preamble = MEMORY_PREAMBLE
-    if ranges and group_keys:
-        preamble += "\n\n" + RANGES_NOTE
+    guidance = MEMORY_PREAMBLE
+    if ranges and groups:
+        guidance += "\n\n" + RANGES_NOTE
     if recall_instructions and recall_instructions.strip():
-        preamble += "\n\n" + recall_instructions.strip()
+        guidance += "\n\n" + recall_instructions.strip()
+    openings = MEMORY_OPENINGS
+    if preamble is not None:
+        openings = (*MEMORY_OPENINGS, *line_openings(template_text(preamble)))
 
-    blocks = [preamble]
+    blocks: list[str] = []
     previous: date | None = None
-    for index, (group_id, kind, group_text, group_range) in enumerate(group_keys):
-        text = neutralise(group_text.strip(), openings=MEMORY_OPENINGS, dates=False)
+    for index, group in enumerate(groups):
+        text = neutralise(group["text"].strip(), openings=openings, dates=False)
         body, previous = annotate_relative_time(text, today, previous)
         if ranges:
-            body = _group_heading(group_id, kind, group_range) + "\n\n" + body
+            body = _group_heading(group) + "\n\n" + body
         if index == 0:
             body = OBSERVATIONS_OPEN + "\n" + body
         blocks.append(body)
-    if group_keys:
+    if groups:
         blocks.append(OBSERVATIONS_CLOSE)
-    if hints_block:
-        blocks.append(hints_block)
-    return MemoryContext(blocks=blocks)
+    if working:
+        blocks.append(working)
+    if preamble is not None:
+        return MemoryContext(
+            blocks=render_preamble(
+                preamble,
+                observation_blocks=blocks,
+                hints=hints_block,
+                today=today,
+                default=guidance,
+            )
+        )
+    return MemoryContext(blocks=[guidance, *blocks, *([hints_block] if hints_block else [])])
+
+
+WORKING_MEMORY_TAG = "working-memory"
+
+
+def _render_working_memory(text: str | None) -> str:
+    body = neutralise(
+        (text or "").strip(), tags=(*MEMORY_TAGS, WORKING_MEMORY_TAG), openings=MEMORY_OPENINGS
+    )
+    if not body:
+        return ""
+    return f"<{WORKING_MEMORY_TAG}>\n{body}\n</{WORKING_MEMORY_TAG}>"
 
 
 def _today(now: datetime, timezone: str | None) -> date:
     return to_zone(now, timezone or "UTC").date()
 
 
-def _group_heading(group_id: str, kind: str, group_range: tuple[str, ...] | None) -> str:
-    lines = [f"## Group `{group_id}`"]
-    if group_range:
-        lines.append(f"_range: `{group_range[0]}:{group_range[-1]}`_")
-    if kind == "reflection":
+def _group_heading(group: ObservationGroup) -> str:
+    lines = [f"## Group `{group['id']}`"]
+    if group["range"]:
+        lines.append(f"_range: `{group['range'][0]}:{group['range'][-1]}`_")
+    if group["kind"] == "reflection":
         lines.append("_kind: reflection_")
     return "\n".join(lines)
 
 
-def _render_hints(current_task: str, suggested_response: str) -> str:
+def _render_hints(record: OMRecord) -> str:
+    hints = record["hints"]
     parts = []
-    task = neutralise(current_task.strip(), openings=MEMORY_OPENINGS)
+    task = neutralise((hints.get("current_task") or "").strip(), openings=MEMORY_OPENINGS)
     if task:
         parts.append(f"<current-task>\n{task}\n</current-task>")
-    response = neutralise(suggested_response.strip(), openings=MEMORY_OPENINGS)
+    response = neutralise((hints.get("suggested_response") or "").strip(), openings=MEMORY_OPENINGS)
     if response:
         parts.append(f"<suggested-response>\n{response}\n</suggested-response>")
     return "\n\n".join(parts)

@@ -175,3 +175,23 @@ def test_compare_reports_every_setup_store_and_target(results: Path) -> None:
     assert len(rows) == 2 * len(POINTS)  # per store and point
     assert all(ln.rstrip(" |").endswith(("met", "**not met**")) for ln in rows)
     assert "## Beside the alternatives" in (results / "README.md").read_text(encoding="utf-8")
+
+
+def test_resource_batches_benchmark_writes_its_table(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "resource_batches.py"),
+            "--delay",
+            "0.05",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    table = (tmp_path / "resource_batches.md").read_text(encoding="utf-8")
+    assert "| sync (worker threads) | 3 |" in table and "| async (tasks) | 3 |" in table

@@ -324,5 +324,5 @@ def test_an_unchanged_record_is_rendered_once_per_day() -> None:
     for other, now, retrieval in changed:
         ctx = render_memory(other, now=now, retrieval=retrieval)
         assert ctx is not first and ctx.text != first.text
-        render_mod._render_key.cache_clear()
+        render_mod._RENDERED.clear()
         assert render_memory(other, now=now, retrieval=retrieval).blocks == ctx.blocks
