@@ -10,8 +10,9 @@ interleaved round-robin (machine noise hits them alike):
   would do runs after each turn, outside the turn, and is timed on its own);
 * ``summarization``: LangChain's ``SummarizationMiddleware`` (trigger 3 000 tokens, keep 20
   messages, instant summarizer);
-* ``floor``: a minimal memory middleware that counts the new messages and writes one bounded
-  state key (the least any memory middleware can cost).
+* ``floor``: a minimal memory middleware that counts only new messages, writes one small
+  state key and drops all but the last 20 messages past 3 000 tokens (the least any memory
+  middleware can cost).
 
 Each runs on ``InMemorySaver`` and on ``SqliteSaver`` (a temporary file, default durability;
 langchain-om via ``ObservationalMemory.from_sqlite``, its archive in the same file). At each
@@ -48,7 +49,7 @@ from typing import Any, NotRequired
 from _common import RESULTS, InstantChatModel, history, machine, table, user_text
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, AgentState, SummarizationMiddleware
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, RemoveMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
@@ -79,15 +80,29 @@ class FloorState(AgentState[Any]):
 
 
 class FloorMiddleware(AgentMiddleware[FloorState, Any]):
-    """Counts the messages it has not seen and writes one small state key."""
+    """The least a memory middleware does: count new messages, keep the window bounded.
+
+    It counts only the messages it has not counted (``count_tokens_approximately``), keeps one
+    small state key, and past the summarizer's trigger (3 000 tokens) removes all but the
+    last 20 messages, like the summarizer minus the summary.
+    """
 
     state_schema = FloorState
 
     def before_model(self, state: FloorState, runtime: Any) -> dict[str, Any] | None:
+        messages = state["messages"]
         seen = state.get("floor", {"seen": 0, "tokens": 0})
-        new = state["messages"][seen["seen"] :]
-        tokens = seen["tokens"] + count_tokens_approximately(new)
-        return {"floor": {"seen": len(state["messages"]), "tokens": tokens}}
+        start = min(seen["seen"], len(messages))
+        tokens = seen["tokens"] + count_tokens_approximately(messages[start:])
+        update: dict[str, Any] = {"floor": {"seen": len(messages), "tokens": tokens}}
+        if tokens > 3_000 and len(messages) > 20:
+            old = messages[:-20]
+            update["messages"] = [RemoveMessage(id=m.id) for m in old if m.id is not None]
+            update["floor"] = {
+                "seen": 20,
+                "tokens": count_tokens_approximately(messages[-20:]),
+            }
+        return update
 
 
 @dataclass
