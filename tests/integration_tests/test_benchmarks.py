@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -175,6 +176,33 @@ def test_compare_reports_every_setup_store_and_target(results: Path) -> None:
     assert len(rows) == 2 * len(POINTS)  # per store and point
     assert all(ln.rstrip(" |").endswith(("met", "**not met**")) for ln in rows)
     assert "## Beside the alternatives" in (results / "README.md").read_text(encoding="utf-8")
+
+
+def test_worker_benchmark_runs_and_checks_its_invariants() -> None:
+    """``workers.py --quick`` on 1 and 2 workers: a table row per setting, invariants ok."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "workers.py"),
+            "--quick",
+            "--workers",
+            "1,2",
+            "--threads",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [
+        ln
+        for ln in done.stdout.splitlines()
+        if ln.startswith("| sqlite") or ln.startswith("| postgres")
+    ]
+    assert {r.split("|")[1].strip() for r in rows} >= {"sqlite"}
+    assert all(r.rstrip(" |").endswith("ok") for r in rows), done.stdout
 
 
 def test_resource_batches_benchmark_writes_its_table(tmp_path: Path) -> None:
