@@ -57,23 +57,16 @@ UNBUILT: tuple[Unbuilt, ...] = (
         "id reaches the Observer, so there is nothing to hash.",
         "Leave it out (resource scope hashes them by default), or use scope='resource'.",
     ),
-    Unbuilt(
-        "observation.manage_working_memory",
-        lambda c: c.observation.manage_working_memory,
-        "working memory is not implemented.",
-        "Keep a value up to date with observation.extract=[Extractor('Working memory', "
-        "'<what to keep>')] instead.",
-    ),
-    Unbuilt(
-        "reflection.extract",
-        lambda c: bool(c.reflection.extract),
-        "the Reflector does not run extractors; only the Observer does.",
-        "Move the extractors to observation.extract.",
-    ),
 )
 """Every refused option value, in the order they are checked."""
 
 _RESOURCE_FIX = "Leave it out in resource scope, or use scope='thread'."
+
+
+def _hook_in_resource_scope(name: str) -> Callable[[ObservationalMemoryConfig], bool]:
+    """Whether a config sets the transform hook ``name`` in resource scope."""
+    return lambda c: c.scope == "resource" and getattr(c.hooks, name) is not None
+
 
 UNBUILT_IN_RESOURCE_SCOPE: tuple[Unbuilt, ...] = (
     Unbuilt(
@@ -125,6 +118,50 @@ UNBUILT_IN_RESOURCE_SCOPE: tuple[Unbuilt, ...] = (
             )
         ),
         "it activates buffered work early, and resource scope buffers nothing.",
+        _RESOURCE_FIX,
+    ),
+    Unbuilt(
+        "read_only",
+        lambda c: c.scope == "resource" and c.read_only,
+        "the shared log of a resource is loaded by the step a read-only memory skips.",
+        _RESOURCE_FIX,
+    ),
+    Unbuilt(
+        "keep_last_messages",
+        lambda c: c.scope == "resource" and c.keep_last_messages > 0,
+        "the floor applies to one thread's window; resource cycles cut every thread's.",
+        _RESOURCE_FIX,
+    ),
+    *[
+        Unbuilt(
+            f"hooks.{name}",
+            _hook_in_resource_scope(name),
+            "transform hooks do not run in the resource scope's cycles yet.",
+            _RESOURCE_FIX,
+        )
+        for name in (
+            "before_observation",
+            "after_observation",
+            "before_reflection",
+            "after_reflection",
+        )
+    ],
+    Unbuilt(
+        "memory_tool",
+        lambda c: c.scope == "resource" and c.memory_tool,
+        "the tool edits the thread's record, and resource scope keeps the log in the store.",
+        _RESOURCE_FIX,
+    ),
+    Unbuilt(
+        "observation.manage_working_memory",
+        lambda c: c.scope == "resource" and c.observation.manage_working_memory,
+        "extractors, the working memory's included, do not run in resource scope yet.",
+        _RESOURCE_FIX,
+    ),
+    Unbuilt(
+        "reflection.extract",
+        lambda c: c.scope == "resource" and bool(c.reflection.extract),
+        "extractors do not run in resource scope yet.",
         _RESOURCE_FIX,
     ),
 )

@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from typing import Any
 
 from langchain_core.messages import SystemMessage
 
@@ -46,7 +47,8 @@ from langchain_om._core.dates import (
     to_zone,
     year_label,
 )
-from langchain_om._core.markup import line_openings, neutralise
+from langchain_om._core.markup import MEMORY_TAGS, line_openings, neutralise
+from langchain_om._core.preamble import render_preamble, template_text
 from langchain_om._core.types import OM_META_KEY, ObservationGroup, OMRecord
 from langchain_om.errors import OMUsageError
 
@@ -149,6 +151,8 @@ def render_memory(
     recall_instructions: str | None = None,
     timezone: str | None = None,
     show_ranges: bool | None = None,
+    preamble: str | None = None,
+    working_memory: str | None = None,
 ) -> MemoryContext:
     """Render a record as the memory context for the agent's model.
 
@@ -160,27 +164,77 @@ def render_memory(
         timezone: IANA zone used to decide what "today" is; defaults to the record's zone
             (a naive ``now`` is UTC; an unknown zone counts as UTC).
         show_ranges: show ``## Group`` headings with ``_range`` (defaults to ``retrieval``).
+        preamble: a custom preamble template (see :mod:`langchain_om._core.preamble`) in
+            place of the built-in guidance.
+        working_memory: the working-memory document, shown in its own block after the log.
 
     Returns:
-        The context; empty (no blocks) when the record has no groups and no hints.
+        The context; empty (no blocks) when the record has no groups and no hints. Contexts
+        are memoised by what they are made of (group ids, kinds, texts and ranges, the hints,
+        the day, the options), so rendering an unchanged record again on the same day returns
+        the same object, byte-identical by construction; do not mutate its ``blocks``.
     """
+    today = _today(now, timezone or record.get("timezone"))
+    hints = record["hints"]
+    # Everything the context depends on, as a hashable key: a model call that changes neither
+    # the record's log and hints nor the day renders nothing (the hit is the same object).
+    key = (
+        tuple(
+            (g["id"], g["kind"], g["text"], tuple(g["range"]) if g["range"] else None)
+            for g in record["groups"]
+        ),
+        hints.get("current_task") or "",
+        hints.get("suggested_response") or "",
+        today,
+        retrieval if show_ranges is None else show_ranges,
+        recall_instructions,
+        preamble,
+        working_memory,
+    )
+    context = _RENDERED.get(key)
+    if context is None:
+        context = _render(
+            record, today, retrieval, recall_instructions, show_ranges, preamble, working_memory
+        )
+        if len(_RENDERED) >= _RENDERED_MAX:
+            _RENDERED.clear()
+        _RENDERED[key] = context
+    return context
+
+
+_RENDERED: dict[tuple[Any, ...], MemoryContext] = {}
+_RENDERED_MAX = 256
+
+
+def _render(
+    record: OMRecord,
+    today: date,
+    retrieval: bool,
+    recall_instructions: str | None,
+    show_ranges: bool | None,
+    preamble: str | None,
+    working_memory: str | None,
+) -> MemoryContext:
     groups = record["groups"]
     hints_block = _render_hints(record)
-    if not groups and not hints_block:
+    working = _render_working_memory(working_memory)
+    if not groups and not hints_block and not working:
         return MemoryContext(blocks=[])
     ranges = retrieval if show_ranges is None else show_ranges
-    today = _today(now, timezone or record.get("timezone"))
 
-    preamble = MEMORY_PREAMBLE
+    guidance = MEMORY_PREAMBLE
     if ranges and groups:
-        preamble += "\n\n" + RANGES_NOTE
+        guidance += "\n\n" + RANGES_NOTE
     if recall_instructions and recall_instructions.strip():
-        preamble += "\n\n" + recall_instructions.strip()
+        guidance += "\n\n" + recall_instructions.strip()
+    openings = MEMORY_OPENINGS
+    if preamble is not None:
+        openings = (*MEMORY_OPENINGS, *line_openings(template_text(preamble)))
 
-    blocks = [preamble]
+    blocks: list[str] = []
     previous: date | None = None
     for index, group in enumerate(groups):
-        text = neutralise(group["text"].strip(), openings=MEMORY_OPENINGS, dates=False)
+        text = neutralise(group["text"].strip(), openings=openings, dates=False)
         body, previous = annotate_relative_time(text, today, previous)
         if ranges:
             body = _group_heading(group) + "\n\n" + body
@@ -189,9 +243,31 @@ def render_memory(
         blocks.append(body)
     if groups:
         blocks.append(OBSERVATIONS_CLOSE)
-    if hints_block:
-        blocks.append(hints_block)
-    return MemoryContext(blocks=blocks)
+    if working:
+        blocks.append(working)
+    if preamble is not None:
+        return MemoryContext(
+            blocks=render_preamble(
+                preamble,
+                observation_blocks=blocks,
+                hints=hints_block,
+                today=today,
+                default=guidance,
+            )
+        )
+    return MemoryContext(blocks=[guidance, *blocks, *([hints_block] if hints_block else [])])
+
+
+WORKING_MEMORY_TAG = "working-memory"
+
+
+def _render_working_memory(text: str | None) -> str:
+    body = neutralise(
+        (text or "").strip(), tags=(*MEMORY_TAGS, WORKING_MEMORY_TAG), openings=MEMORY_OPENINGS
+    )
+    if not body:
+        return ""
+    return f"<{WORKING_MEMORY_TAG}>\n{body}\n</{WORKING_MEMORY_TAG}>"
 
 
 def _today(now: datetime, timezone: str | None) -> date:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -43,7 +43,15 @@ from langchain_om._core.reflector import (
 from langchain_om._core.truncation import TruncatedObservations, truncate_observations
 from langchain_om._core.types import ObservationGroup, OMRecord
 from langchain_om._plans.effects import HookCall, ModelCall, Plan, StoreBatch
+from langchain_om._plans.extract import extract_plan, reflection_extractors
 from langchain_om._plans.storage import observed_plan, reflected_ops
+from langchain_om._plans.transforms import (
+    after_observation,
+    after_reflection,
+    archived_messages,
+    before_observation,
+    before_reflection,
+)
 from langchain_om._plans.types import Trigger, TurnEnv, TurnInput, emit_event
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import CycleFailedError, ObserverOutputError
@@ -61,7 +69,7 @@ from langchain_om.events import (
     ThreadUpdateEvent,
     WindowUsage,
 )
-from langchain_om.extractors import persist, prior_values, run_extractors
+from langchain_om.extractors import inline_extractors, persist, prior_values, run_extractors
 
 logger = logging.getLogger("langchain_om")
 
@@ -163,6 +171,18 @@ class Cycle:
     started: float = field(default_factory=time.monotonic)
     usage: dict[str, Any] | None = None
     provider_metadata: dict[str, Any] | None = None
+    seen: list[BaseMessage] | None = None
+    """The messages the Observer was shown (after ``hooks.before_observation``)."""
+
+    def context(self) -> dict[str, Any]:
+        """The ``ctx`` argument of the transform hooks."""
+        return _hook_payload(
+            self.inp,
+            self.trigger,
+            cycle_id=self.cycle_id,
+            operation=self.operation,
+            actor_model=self.inp.actor_model,
+        )
 
     @property
     def duration_ms(self) -> int:
@@ -357,6 +377,9 @@ def call_observer(
     """Ask the Observer about ``batch``; a degenerate answer is retried once, then rejected."""
     env, record = cycle.env, cycle.record
     cfg = env.config
+    batch = cycle.seen = yield from before_observation(env, cycle.context(), batch)
+    if not batch:  # the hook withheld everything: observed, without a model call
+        return ObserverOutput("", None, None, None, {}, degenerate=False, raw="")
     history = format_messages_for_observer(
         batch,
         timezone=record["timezone"],
@@ -365,8 +388,8 @@ def call_observer(
         now=env.now(),
         observe_attachments=cfg.observation.observe_attachments,
     )
-    extractors = env.extractors
-    context = {"thread_id": record["thread_id"], "resource_id": record["resource_id"]}
+    extractors = inline_extractors(env.extractors)
+    context = {**cycle.context(), "source": "observation"}
     prompt = build_observer_messages(
         history=history,
         previous=previous_view(env, record, pending_texts),
@@ -393,7 +416,9 @@ def call_observer(
         cycle.note(result)
         parsed = parse_observer_output(_text(result), extractor_slugs=[e.slug for e in extractors])
         if not parsed.degenerate:
-            return _without_invented_tools(parsed, batch)
+            kept = _without_invented_tools(parsed, batch)
+            text = yield from after_observation(env, cycle.context(), kept.observations)
+            return replace(kept, observations=text)
         if attempt == 0 and cycle.trigger != "async-buffer":
             cycle.emit(cycle.failed("degenerate Observer output; retrying", retrying=True))
     raise ObserverOutputError(
@@ -423,7 +448,7 @@ def call_reflector(
 ) -> Plan[LadderResult]:
     """Condense ``groups`` with the compression ladder (escalating until it fits)."""
     env = cycle.env
-    text_in = log_text(groups)
+    text_in = yield from before_reflection(env, cycle.context(), log_text(groups))
     ladder = ReflectionLadder(
         start_level=compression_start_level(env.model_id("reflector", cycle.tokens)),
         target_tokens=max(1, target),
@@ -452,7 +477,11 @@ def call_reflector(
         verdict = ladder.record(level, parsed, env.counter.count_text(out) if out else 0)
         if verdict != "fits" and not ladder.done and cycle.trigger != "async-buffer":
             cycle.emit(cycle.failed(f"reflection attempt {verdict}; retrying", retrying=True))
-    return ladder.result()
+    best = ladder.result()
+    text = yield from after_reflection(env, cycle.context(), best.text)
+    if text == best.text:
+        return best
+    return replace(best, text=text, tokens=env.counter.count_text(text) if text else 0)
 
 
 def observe_plan(
@@ -472,6 +501,10 @@ def observe_plan(
         )
         now = iso(env.now())
         text = parsed.observations.strip()
+        ctx, extracted = cycle.context(), record["extracted"]
+        found.merge(
+            (yield from extract_plan(env, ctx, env.extractors, text, extracted, role="observer"))
+        )
         ids = [m.id or "" for m in batch]
         group = make_group(
             text=text,
@@ -498,7 +531,8 @@ def observe_plan(
         )
         new["extracted"] = persist(env.extractors, record["extracted"], found.values)
         # Archive first: the messages leave the window only after they are stored.
-        new = yield from observed_plan(batch, before=record, after=new, vector=env.vector)
+        kept = yield from archived_messages(env, cycle.context(), batch, cycle.seen)
+        new = yield from observed_plan(kept, before=record, after=new, vector=env.vector)
         return new, {
             "observation_tokens": group["tokens"],
             "observations": text,
@@ -538,6 +572,11 @@ def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecor
         new["reflection_suppressed_at_tokens"] = churn_guard_after(
             best.tokens, threshold, new["observation_tokens"]
         )
+        extractors = reflection_extractors(env)
+        found = yield from extract_plan(
+            env, cycle.context(), extractors, best.text, record["extracted"], role="reflector"
+        )
+        new["extracted"] = persist(extractors, record["extracted"], found.values)
         index = reflected_ops(record, new, vector=env.vector)
         if index:
             yield StoreBatch(index)
@@ -545,6 +584,8 @@ def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecor
             "observation_tokens": new["observation_tokens"],
             "observations": best.text,
             "suggested_response": best.output.suggested_response,
+            "extracted_values": found.values,
+            "extraction_failures": found.failures,
         }
 
     cycle = Cycle(env, inp, record, "reflection", record["observation_tokens"], inp.trigger)

@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel
 
 from langchain_om import Extractor, ObservationalMemory
@@ -38,7 +39,8 @@ from langchain_om._config_rules import nested_model
 from langchain_om._unbuilt import UNBUILT, UNBUILT_IN_RESOURCE_SCOPE
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import CycleFailedError, OMConfigError
-from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
+from langchain_om.testing import FunctionChatModel, HashEmbeddings, RecordedCall, memory_model
+from langchain_om.tools import create_recall_tool
 from tests.helpers import Clock
 
 # -- the walk -------------------------------------------------------------------------------
@@ -95,6 +97,10 @@ class Script:
     """Drive ``add_messages`` and ``end_turn`` instead of ``step``."""
     background: bool = True
     """Run the queued background work after each turn (False: buffering never completes)."""
+    embeddings: bool = False
+    """Index the store (``HashEmbeddings``): ``retrieval.vector`` needs one."""
+    search: str | None = None
+    """After the turns, run the recall tool's ``mode="search"`` with this query."""
 
 
 def _turn(i: int) -> list[BaseMessage]:
@@ -131,11 +137,18 @@ def trace(script: Script, options: dict[str, Any]) -> str:
             opts[key] = {**opts[key], **value}
         else:
             opts[key] = value
+    # Telemetry hooks are replaced by recorders; transform hooks and flags are kept.
     opts["hooks"] = {
-        name: (lambda ctx, name=name: hooks.append(name)) for name in (opts.get("hooks") or {})
+        name: (lambda ctx, name=name: hooks.append(name)) if name.startswith("on_") else value
+        for name, value in (opts.get("hooks") or {}).items()
     }
     memory = ObservationalMemory(
-        opts, clock=clock, background="manual", sleep=lambda s: None, on_debug_event=events.append
+        opts,
+        clock=clock,
+        background="manual",
+        sleep=lambda s: None,
+        on_debug_event=events.append,
+        embeddings=HashEmbeddings(dims=64) if script.embeddings else None,
     )
     out: list[Any] = []
     try:
@@ -195,6 +208,11 @@ def _drive(memory: ObservationalMemory, script: Script, clock: Clock, out: list[
         out.append([m.id for m in window])
     out.append(record)
     out.append(memory.render(record).blocks)
+    out.append([_show(m) for m in memory.archived_messages("t", record=record)])
+    if script.search is not None:
+        tool = create_recall_tool(memory)
+        cfg: RunnableConfig = {"configurable": {"thread_id": "t", "resource_id": "u"}}
+        out.append(json.loads(tool.invoke({"mode": "search", "query": script.search}, cfg)))
 
 
 # -- the table ------------------------------------------------------------------------------
@@ -237,6 +255,23 @@ def _noop(ctx: Any) -> None:
     return None
 
 
+def _topics_to_subjects(messages: list[BaseMessage], ctx: Any) -> list[BaseMessage]:
+    return [
+        m.model_copy(update={"content": m.content.replace("topic", "subject")})
+        if isinstance(m.content, str)
+        else m
+        for m in messages
+    ]
+
+
+def _with_line(text: str, ctx: Any) -> str:
+    return text + "\n* 🟢 (09:00) added by a hook"
+
+
+class _TopicsValue(BaseModel):
+    topics: list[str]
+
+
 NO_BUFFER = Script({"observation": {"buffer_tokens": False}})
 IDLE = Script(idle_gap_at=6, turns=8)
 SWITCH = Script(switch_actor_at=6, turns=8)
@@ -260,7 +295,18 @@ TABLE: list[Changes | Refused] = [
     Changes("share_token_budget", {}, {"share_token_budget": True}, NO_BUFFER),
     Changes("temporal_markers", {}, {"temporal_markers": True}, IDLE),
     Changes("retrieval", {}, {"retrieval": True}),
-    Changes("retrieval.vector", {"retrieval": True}, {"retrieval": {"vector": True}}),
+    Changes(
+        "retrieval.vector",
+        {"retrieval": True},
+        {"retrieval": {"vector": True}},
+        Script(embeddings=True),
+    ),
+    Changes(
+        "retrieval.min_score",
+        {"retrieval": {"vector": True}},
+        {"retrieval": {"vector": True, "min_score": 0.0}},
+        Script(embeddings=True, search="xyzzy plugh"),
+    ),
     Changes("retrieval.scope", {"retrieval": True}, {"retrieval": {"scope": "thread"}}),
     Changes("retrieval.instructions", {"retrieval": True}, {"retrieval": {"instructions": "Hm."}}),
     Refused(
@@ -279,6 +325,21 @@ TABLE: list[Changes | Refused] = [
             "on_reflection_end",
         )
     ],
+    # transform hooks: what the Observer / Reflector see and what is kept changes
+    Changes("hooks.before_observation", {}, {"hooks": {"before_observation": _topics_to_subjects}}),
+    Changes("hooks.after_observation", {}, {"hooks": {"after_observation": _with_line}}),
+    Changes("hooks.before_reflection", {}, {"hooks": {"before_reflection": _with_line}}),
+    Changes("hooks.after_reflection", {}, {"hooks": {"after_reflection": _with_line}}),
+    Changes(
+        "hooks.archive_transformed",
+        {"hooks": {"before_observation": _topics_to_subjects}},
+        {"hooks": {"before_observation": _topics_to_subjects, "archive_transformed": True}},
+    ),
+    # presentation and modes
+    Changes("read_only", {}, {"read_only": True}),
+    Changes("keep_last_messages", {}, {"keep_last_messages": 16}),
+    Changes("preamble", {}, {"preamble": "What you remember:\n{observations}"}),
+    Changes("memory_tool", {}, {"memory_tool": True}),
     # observation
     Changes("observation.model", {}, _obs(model=memory_model(words=3))),
     Changes("observation.instruction", {}, _obs(instruction="Mind the topics.")),
@@ -286,12 +347,7 @@ TABLE: list[Changes | Refused] = [
     Changes("observation.output", {}, _obs(output="structured")),
     Changes("observation.prompt", {}, _obs(prompt="compact")),
     Changes("observation.extract", {}, _obs(extract=[Extractor("Topics", "Topics liked.")])),
-    Refused(
-        "observation.manage_working_memory",
-        _obs(manage_working_memory=True),
-        "observation.extract",
-        (_obs(manage_working_memory=False),),
-    ),
+    Changes("observation.manage_working_memory", {}, _obs(manage_working_memory=True)),
     Changes("observation.observe_attachments", {}, _obs(observe_attachments=False)),
     Changes("observation.message_tokens", {}, _obs(message_tokens=3_000)),
     Refused(
@@ -339,11 +395,10 @@ TABLE: list[Changes | Refused] = [
     # reflection
     Changes("reflection.model", {}, _ref(model=memory_model(words=3, keep=1.0))),
     Changes("reflection.instruction", {}, _ref(instruction="Keep the topics.")),
-    Refused(
+    Changes(
         "reflection.extract",
-        _ref(extract=[Extractor("Topics", "Topics liked.")]),
-        "observation.extract",
-        (_ref(extract=[]),),
+        {},
+        _ref(extract=[Extractor("Topics", "Topics liked.", schema=_TopicsValue)]),
     ),
     Changes("reflection.output", {}, _ref(output="structured")),
     Changes("reflection.observation_tokens", {}, _ref(observation_tokens=600)),
@@ -419,6 +474,15 @@ RESOURCE_REFUSED: dict[str, dict[str, Any]] = {
     "observation.use_usage_metadata": _obs(use_usage_metadata=True),
     "activate_after_idle": _ref(activate_after_idle="5m"),
     "activate_on_provider_change": _obs(activate_on_provider_change=True),
+    "read_only": {"read_only": True},
+    "keep_last_messages": {"keep_last_messages": 4},
+    "hooks.before_observation": {"hooks": {"before_observation": _topics_to_subjects}},
+    "hooks.after_observation": {"hooks": {"after_observation": _with_line}},
+    "hooks.before_reflection": {"hooks": {"before_reflection": _with_line}},
+    "hooks.after_reflection": {"hooks": {"after_reflection": _with_line}},
+    "memory_tool": {"memory_tool": True},
+    "observation.manage_working_memory": _obs(manage_working_memory=True),
+    "reflection.extract": _ref(extract=[Extractor("Topics", "Topics liked.", schema=_TopicsValue)]),
 }
 """Options that change behaviour in thread scope (rows above) and are refused in resource
 scope, where they would do nothing."""
