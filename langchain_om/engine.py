@@ -160,6 +160,7 @@ class ObservationalMemory:
             timezone=timezone,
             structured=self._models.structured,
             astructured=self._models.astructured,
+            memory=self,
         )
         check_extractors(self.config.reflection.extract, option="reflection.extract")
         self._actors = ActorEnvs(base_env, actor_model)
@@ -332,6 +333,7 @@ class ObservationalMemory:
             record=turn.get("record"),
             window=turn["window"],
             idle=True,
+            configurable=turn.get("configurable"),
         )
 
     def end_turn(self, **turn: Unpack[EndTurnOptions]) -> None:

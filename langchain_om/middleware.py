@@ -34,6 +34,7 @@ from langgraph.types import Command
 
 from langchain_om._plans.graph_state import (
     OM_STATE_KEY,
+    run_configurable,
     run_ids,
     split_messages,
     state_update,
@@ -117,6 +118,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             "step_number": step_number(split.window),
             "emit": emit,
             "actor_model": self._actor,
+            "configurable": run_configurable(config),
         }
 
     def before_model(
@@ -303,6 +305,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             resource_id=args["resource_id"],
             record=args["record"],
             window=args["window"],
+            configurable=args["configurable"],
         )
         return None
 
@@ -316,5 +319,6 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             resource_id=args["resource_id"],
             record=args["record"],
             window=args["window"],
+            configurable=args["configurable"],
         )
         return None
