@@ -67,6 +67,7 @@ def _hook_in_resource_scope(name: str) -> Callable[[ObservationalMemoryConfig], 
     """Whether a config sets the transform hook ``name`` in resource scope."""
     return lambda c: c.scope == "resource" and getattr(c.hooks, name) is not None
 
+
 UNBUILT_IN_RESOURCE_SCOPE: tuple[Unbuilt, ...] = (
     Unbuilt(
         "observation.extract",
