@@ -274,3 +274,13 @@ def test_while_reflections_fail_the_context_shows_at_most_block_after_tokens(nam
     # block_after above the log: everything is shown again
     wide = resource_memory(store=memory.store, reflection={"observation_tokens": 150_000})
     assert FACT in wide.status(thread_id="B", resource_id="u1").observations
+
+
+def test_recall_is_on_by_default_in_resource_scope() -> None:
+    memory = resource_memory()
+    assert memory.config.retrieval is not None and memory.config.retrieval.scope == "resource"
+    assert [t.name for t in memory.tools] == ["recall"]
+    model = actor()
+    via_agent(memory, model, "A", "u1", "Hello there.")
+    assert "recall" in model.last_call.tool_names
+    assert not resource_memory(retrieval=False).tools, "retrieval=False keeps it off"
