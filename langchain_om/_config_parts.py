@@ -432,6 +432,9 @@ class RetrievalConfig(OptionGroup):
     """Search all threads of the resource ('resource') or only the current thread ('thread')."""
     instructions: str | None = None
     """Text appended to the built-in recall guidance."""
+    min_score: float = Field(default=0.25, ge=0, le=1)
+    """Relevance floor of ``mode="search"``: hits with a lower similarity score are dropped
+    (a query that matches nothing says so instead of returning the nearest noise)."""
 
 
 class Hooks(OptionGroup):

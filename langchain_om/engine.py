@@ -20,9 +20,15 @@ from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore
-from langgraph.store.memory import InMemoryStore
 
 from langchain_om._actor import ActorEnvs
+from langchain_om._backends import OpenedStorage, OpensStorage
+from langchain_om._checkpoint_view import (
+    aread_graph_thread,
+    athread_ids,
+    read_graph_thread,
+    thread_ids,
+)
 from langchain_om._control import refuse_in_read_only
 from langchain_om._core.callable_tokens import MessageCounter, as_token_counter
 from langchain_om._core.dates import iso
@@ -61,13 +67,15 @@ from langchain_om._plans.working_memory import (
     working_memory_value,
 )
 from langchain_om._role_models import RoleModels
+from langchain_om._run_store import load_tokenizer
 from langchain_om._spec_check import check_engine_args
+from langchain_om._store_index import EmbeddingsSpec, check_vector_store, default_store
 from langchain_om.config import ObservationalMemoryConfig
+from langchain_om.errors import OMUsageError
 from langchain_om.events import OMEvent
 from langchain_om.extractors import check_extractors, observation_extractors
-from langchain_om.locks import LocalThreadLock, SqliteThreadLock, ThreadLock, hold_async
+from langchain_om.locks import LocalThreadLock, ThreadLock, hold_async
 from langchain_om.retry import RetryPolicy
-from langchain_om.sqlite import open_sqlite
 from langchain_om.tools import create_memory_tool, create_recall_tool
 
 logger = logging.getLogger("langchain_om")
@@ -75,7 +83,7 @@ logger = logging.getLogger("langchain_om")
 __all__ = ["EndTurnOptions", "ObservationalMemory", "StepOptions", "ThreadSnapshot"]
 
 
-class ObservationalMemory:
+class ObservationalMemory(OpensStorage):
     """Observational Memory: an Observer and a Reflector that keep a conversation small.
 
     Args:
@@ -103,6 +111,8 @@ class ObservationalMemory:
         thread_lock: the per-thread lock standalone calls run under (see
             :mod:`langchain_om.locks`): ``PostgresThreadLock(url)`` for several processes on
             PostgreSQL; :meth:`from_sqlite` uses ``SqliteThreadLock``; default: this process.
+        embeddings: with no ``store``, index the in-memory store for semantic recall (an
+            ``Embeddings`` object or ``"provider:model"``).
 
     Example:
         >>> from langchain_om import ObservationalMemory
@@ -128,21 +138,24 @@ class ObservationalMemory:
         sleep: Callable[[float], None] | None = None,
         background: Literal["auto", "manual"] = "auto",
         thread_lock: ThreadLock | None = None,
+        embeddings: EmbeddingsSpec | None = None,
         **kwargs: Any,
     ) -> None:
         self.config = ObservationalMemoryConfig.coerce(options, **kwargs)
         check_engine_args(self.config, timezone=timezone, clock=clock, background=background)
-        self.store: BaseStore = store if store is not None else InMemoryStore()
+        self.store: BaseStore = default_store(store, embeddings)
+        check_vector_store(self.config, self.store)
         self.checkpointer: BaseCheckpointSaver[Any] = (
             checkpointer if checkpointer is not None else InMemorySaver()
         )
         self.counter = as_token_counter(token_counter)
+        load_tokenizer(self.counter)
         self.on_debug_event = on_debug_event
         self.timezone = timezone
         self.retry_policy = retry_policy or RetryPolicy()
         self._clock = clock or (lambda: datetime.now(UTC))
         self._models = RoleModels(self.config, self.retry_policy, sleep)
-        self._closers: list[Callable[[], None]] = []
+        self._opened: list[OpenedStorage] = []
         self._background = Background(manual=background == "manual")
         self._extractors = observation_extractors(
             self.config.observation.extract,
@@ -183,39 +196,43 @@ class ObservationalMemory:
 
     # -- construction helpers -------------------------------------------------------------
 
-    @classmethod
-    def from_sqlite(cls, path: str, /, **kwargs: Any) -> ObservationalMemory:
-        """The embedded default: one SQLite file holding the checkpointer and the store.
-
-        Both work from sync and async code (async calls run the SQLite work on a worker
-        thread). A new process opening the same file continues every thread with its memory.
-
-        Args:
-            path: the SQLite file (created if missing).
-            **kwargs: options and engine arguments, as for :class:`ObservationalMemory`.
-        """
-        checkpointer, store, close = open_sqlite(path)
-        if path != ":memory:" and not path.startswith("file:"):  # a file other processes open
-            kwargs.setdefault("thread_lock", SqliteThreadLock(path))
-        memory = cls(store=store, checkpointer=checkpointer, **kwargs)
-        memory._closers.append(close)
-        return memory
-
     def close(self) -> None:
-        """Finish background work and close storage opened by :meth:`from_sqlite`.
+        """Finish background work and close the storage memory opened.
 
-        Safe to call twice.
+        That is storage from :meth:`from_sqlite` or :meth:`from_postgres` (a pool you passed
+        stays open). Safe to call twice. Storage from :meth:`afrom_postgres` needs
+        :meth:`aclose`.
         """
+        if any(s.is_async for s in self._opened):
+            raise OMUsageError(
+                "This memory holds async storage (afrom_postgres): close it with "
+                "`await memory.aclose()` or `async with memory:`."
+            )
         self.wait_for_background()
         self._background.shutdown()
-        while self._closers:
-            self._closers.pop()()
+        while self._opened:
+            self._opened.pop().close_all()
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close` (also closes storage from :meth:`afrom_postgres`)."""
+        await self.await_background()
+        for storage in [s for s in self._opened if s.is_async]:
+            self._opened.remove(storage)
+            await storage.aclose()
+            storage.close_all()  # the thread lock it opened
+        self.close()
 
     def __enter__(self) -> ObservationalMemory:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    async def __aenter__(self) -> ObservationalMemory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     # -- the agent's model ----------------------------------------------------------------
 
@@ -277,7 +294,9 @@ class ObservationalMemory:
         opts["actor_model"], env = self._actor_env(opts.get("actor_model"), opts.get("record"))
         renames = {"observe": "allow_observe", "reflect": "allow_reflect"}
         fields: dict[str, Any] = {
-            renames.get(k, k): v for k, v in opts.items() if k not in ("record", "resource_id")
+            renames.get(k, k): v
+            for k, v in opts.items()
+            if k not in ("record", "resource_id", "store")
         }
         inp = self._turn_input(
             thread_id=thread_id,
@@ -310,7 +329,8 @@ class ObservationalMemory:
         """
         inp, env = self._step_input(thread_id, window, options)
         plan = after_migration(inp.thread_id, inp.resource_id, turn_plan(env, inp))
-        return self._runs.start_threads(self._runs.run(plan))
+        runs = self._runs.on_store(options.get("store"))
+        return runs.start_threads(runs.run(plan))
 
     async def astep(
         self,
@@ -322,7 +342,8 @@ class ObservationalMemory:
         """Async twin of :meth:`step`."""
         inp, env = self._step_input(thread_id, window, options)
         plan = after_migration(inp.thread_id, inp.resource_id, turn_plan(env, inp))
-        return self._runs.start_tasks(await self._runs.arun(plan))
+        runs = self._runs.on_store(options.get("store"))
+        return runs.start_tasks(await runs.arun(plan))
 
     def _idle_input(self, turn: EndTurnOptions) -> TurnInput | None:
         if not self.config.observation.buffer_on_idle:
@@ -340,13 +361,15 @@ class ObservationalMemory:
         """The agent's turn ended: with ``observation.buffer_on_idle``, buffer the rest now."""
         if (inp := self._idle_input(turn)) is not None:
             env = self._actors.record_env(inp.record)
-            self._runs.start_threads(self._runs.run(idle_plan(env, inp)))
+            runs = self._runs.on_store(turn.get("store"))
+            runs.start_threads(runs.run(idle_plan(env, inp)))
 
     async def aend_turn(self, **turn: Unpack[EndTurnOptions]) -> None:
         """Async twin of :meth:`end_turn`."""
         if (inp := self._idle_input(turn)) is not None:
             env = self._actors.record_env(inp.record)
-            self._runs.start_tasks(await self._runs.arun(idle_plan(env, inp)))
+            runs = self._runs.on_store(turn.get("store"))
+            runs.start_tasks(await runs.arun(idle_plan(env, inp)))
 
     # -- background work ------------------------------------------------------------------
 
@@ -550,22 +573,37 @@ class ObservationalMemory:
         plan = self._step_plan(thread_id, resource_id, None, force_reflect=True)
         return await self._runs.astandalone(thread_id, plan)
 
-    def status(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
+    def status(
+        self, *, thread_id: str, resource_id: str | None = None, checkpoint_id: str | None = None
+    ) -> ThreadSnapshot:
         """Windows, thresholds, generation and buffered state of a thread (no model call).
 
-        With ``resource_id``, raises ``OMUsageError`` when the thread belongs to another
-        resource.
+        Agent and graph threads are read from their latest checkpoint through
+        ``memory.checkpointer`` (``checkpoint_id``: an older one); standalone and history
+        threads from the store (``snapshot.source`` says which). With ``resource_id``, raises
+        ``OMUsageError`` when the thread belongs to another resource.
         """
-        return self._runs.standalone(thread_id, self._status_plan(thread_id, resource_id))
+        found = read_graph_thread(self.checkpointer, thread_id, checkpoint_id)
+        given = self._runs.checkpoint_state(thread_id, resource_id, checkpoint_id, found)
+        plan = self._status_plan(thread_id, resource_id, given)
+        return self._runs.from_checkpoint(self._runs.standalone(thread_id, plan), found)
 
-    async def astatus(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
+    async def astatus(
+        self, *, thread_id: str, resource_id: str | None = None, checkpoint_id: str | None = None
+    ) -> ThreadSnapshot:
         """Async twin of :meth:`status`."""
-        plan = self._status_plan(thread_id, resource_id)
-        return await self._runs.astandalone(thread_id, plan)
+        found = await aread_graph_thread(self.checkpointer, thread_id, checkpoint_id)
+        given = self._runs.checkpoint_state(thread_id, resource_id, checkpoint_id, found)
+        plan = self._status_plan(thread_id, resource_id, given)
+        return self._runs.from_checkpoint(await self._runs.astandalone(thread_id, plan), found)
 
-    def _status_plan(self, thread_id: str, resource_id: str | None) -> Plan[ThreadState]:
-        """The stored state, with resource scope's shared log as it is now."""
-        state = yield from load_plan(self._env, thread_id, resource_id)
+    def _status_plan(
+        self, thread_id: str, resource_id: str | None, given: ThreadState | None = None
+    ) -> Plan[ThreadState]:
+        """The stored state (or ``given``, a checkpoint's), with resource scope's shared log."""
+        if given is None:
+            given = yield from load_plan(self._env, thread_id, resource_id)
+        state = given
         view = yield from cast("Plan[OMRecord]", shared_view_plan(self._env, state.record))
         return ThreadState(view, state.window, state.status, state.jobs)
 
@@ -711,9 +749,14 @@ class ObservationalMemory:
         return await self._runs.arun(archived_messages_plan(thread_id, record))
 
     def list_threads(self) -> list[str]:
-        """Ids of the threads whose state the store keeps (standalone API), sorted."""
-        return self._runs.run(thread_ids_plan())
+        """Ids of every thread, sorted.
+
+        Those the store keeps (standalone and history) and those ``memory.checkpointer`` holds
+        checkpoints for (agents and graphs).
+        """
+        return sorted(set(self._runs.run(thread_ids_plan())) | thread_ids(self.checkpointer))
 
     async def alist_threads(self) -> list[str]:
         """Async twin of :meth:`list_threads`."""
-        return await self._runs.arun(thread_ids_plan())
+        stored = await self._runs.arun(thread_ids_plan())
+        return sorted(set(stored) | await athread_ids(self.checkpointer))

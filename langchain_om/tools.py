@@ -42,6 +42,7 @@ from langchain_om._plans.recall import (
     nonempty_str,
     recall_plan,
 )
+from langchain_om._run_store import run_store
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import OMUsageError
 
@@ -131,7 +132,8 @@ def create_recall_tool(
 ) -> StructuredTool:
     """Build the ``recall`` tool for ``memory``.
 
-    The tool reads the memory's store: archived messages page by page, the resource's thread
+    The tool reads the graph run's store (``runtime.store``; ``memory.store`` outside a run
+    or when the graph has none): archived messages page by page, the resource's thread
     list, and (with ``vector``) semantic search. Its result is a JSON string for the model; the
     same data is the ``ToolMessage.artifact`` (a dict) when it runs as a tool call.
 
@@ -169,8 +171,16 @@ def create_recall_tool(
         vector=vector if vector is not None else bool(retrieval and retrieval.vector),
         token_budget=token_budget,
         count=memory.counter.count_text,
+        min_score=retrieval.min_score if retrieval is not None else RecallSettings.min_score,
     )
-    executor = Executor(store=memory.store, call_model=_no_model, acall_model=_ano_model)
+    default = Executor(store=memory.store, call_model=_no_model, acall_model=_ano_model)
+
+    def executor() -> Executor:
+        """On the graph run's store when the tool runs inside one, else on ``memory.store``."""
+        store = run_store(_runtime())
+        if store is None or store is memory.store:
+            return default
+        return Executor(store=store, call_model=_no_model, acall_model=_ano_model)
 
     def plan_for(config: RunnableConfig, kwargs: dict[str, Any]) -> Plan[dict[str, Any]]:
         args = RecallInput.model_validate(kwargs)
@@ -184,11 +194,11 @@ def create_recall_tool(
         return recall_plan(settings, caller, args)
 
     def run(config: RunnableConfig, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        result = run_sync(plan_for(config, kwargs), executor)
+        result = run_sync(plan_for(config, kwargs), executor())
         return json_text(result), result
 
     async def arun(config: RunnableConfig, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        result = await run_async(plan_for(config, kwargs), executor)
+        result = await run_async(plan_for(config, kwargs), executor())
         return json_text(result), result
 
     return StructuredTool.from_function(

@@ -20,6 +20,7 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
@@ -30,6 +31,7 @@ from langchain_om import (
     add_observational_memory,
 )
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
+from langchain_om.tools import create_recall_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 """The repository root (examples/, benchmarks/, notebooks/ live there)."""
@@ -182,6 +184,30 @@ def build_graph(memory: ObservationalMemory, actor: FunctionChatModel) -> Any:
     builder.add_edge("tools", "model")
     add_observational_memory(builder, memory)
     return builder.compile(checkpointer=memory.checkpointer, store=memory.store)
+
+
+# -- semantic recall (shared by the in-memory, SQLite and PostgreSQL tests) ----------------------
+
+SEARCH_FACTS = [
+    "My sister's wedding is in Lisbon next June",
+    "The car needs new winter tyres before December",
+    "Our cat Miso only eats salmon pâté",
+]
+"""Facts a user told memory; :func:`search_facts` finds one by a paraphrase, none by noise."""
+
+
+def search_facts(memory: ObservationalMemory) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Observe :data:`SEARCH_FACTS`, then search ``(a paraphrase, a nonsense query)``."""
+    messages = [HumanMessage(fact, id=f"fact-{i}") for i, fact in enumerate(SEARCH_FACTS)]
+    memory.observe(thread_id="facts", resource_id="u-search", messages=messages)
+    tool = create_recall_tool(memory)
+    cfg: RunnableConfig = {"configurable": {"thread_id": "facts", "resource_id": "u-search"}}
+
+    def search(query: str) -> dict[str, Any]:
+        result: dict[str, Any] = json.loads(tool.invoke({"mode": "search", "query": query}, cfg))
+        return result
+
+    return search("When is my sister's wedding?"), search("xyzzy plugh quantum accordion")
 
 
 # -- resource scope: an Observer that answers per thread ----------------------------------------

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import copy
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, Self, TypeVar
 
 from langchain_core.messages import BaseMessage
 from langgraph.store.base import BaseStore, Op
@@ -122,6 +123,12 @@ class Executor:
         self._call_model = call_model
         self._acall_model = acall_model
         self.background = background
+
+    def with_store(self, store: BaseStore) -> Self:
+        """The same executor (subclass and all) on another store (a graph run's store)."""
+        clone = copy.copy(self)
+        clone.store = store
+        return clone
 
     def _waiter(self, effect: AwaitBackground) -> Waiter:
         if self.background is None:

@@ -7,10 +7,12 @@ import runpy
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, require_postgres
 
 EXAMPLES = ROOT / "examples"
-SCRIPTS = sorted(p.name for p in EXAMPLES.glob("*.py"))
+POSTGRES_SCRIPTS = {"postgres_memory.py"}
+"""Examples that need PostgreSQL (run by their own ``postgres``-marked test)."""
+SCRIPTS = sorted(p.name for p in EXAMPLES.glob("*.py") if p.name not in POSTGRES_SCRIPTS)
 
 
 def run_example(name: str, capsys: pytest.CaptureFixture[str]) -> str:
@@ -63,6 +65,14 @@ def test_recall_chain_example_pages_back(capsys: pytest.CaptureFixture[str]) -> 
     runpy.run_path(str(EXAMPLES / "recall_chain.py"), run_name="__main__")
     out = capsys.readouterr().out
     assert "recall" in out.lower() and "Lisbon" in out
+
+
+@pytest.mark.postgres
+def test_postgres_example_archives_in_postgres(capsys: pytest.CaptureFixture[str]) -> None:
+    require_postgres()  # the example reads LANGCHAIN_OM_POSTGRES_URL, as the tests do
+    out = run_example("postgres_memory.py", capsys)
+    observed = number(r"(\d+) observed", out)
+    assert observed > 0 and number(r"(\d+) archived in PostgreSQL", out) == observed
 
 
 def test_redact_pii_example_keeps_personal_data_out(capsys: pytest.CaptureFixture[str]) -> None:

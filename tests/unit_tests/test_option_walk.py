@@ -35,6 +35,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel
 
 from langchain_om import Extractor, ObservationalMemory
@@ -42,7 +43,8 @@ from langchain_om._config_rules import nested_model
 from langchain_om._unbuilt import UNBUILT, UNBUILT_IN_RESOURCE_SCOPE
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import CycleFailedError, OMConfigError
-from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
+from langchain_om.testing import FunctionChatModel, HashEmbeddings, RecordedCall, memory_model
+from langchain_om.tools import create_recall_tool
 from tests.helpers import Clock
 
 # -- the walk -------------------------------------------------------------------------------
@@ -101,6 +103,10 @@ class Script:
     """Drive ``add_messages`` and ``end_turn`` instead of ``step``."""
     background: bool = True
     """Run the queued background work after each turn (False: buffering never completes)."""
+    embeddings: bool = False
+    """Index the store (``HashEmbeddings``): ``retrieval.vector`` needs one."""
+    search: str | None = None
+    """After the turns, run the recall tool's ``mode="search"`` with this query."""
 
 
 def _turn(i: int) -> list[BaseMessage]:
@@ -145,7 +151,12 @@ def trace(script: Script, options: dict[str, Any]) -> str:
         for name, value in (opts.get("hooks") or {}).items()
     }
     memory = ObservationalMemory(
-        opts, clock=clock, background="manual", sleep=lambda s: None, on_debug_event=events.append
+        opts,
+        clock=clock,
+        background="manual",
+        sleep=lambda s: None,
+        on_debug_event=events.append,
+        embeddings=HashEmbeddings(dims=64) if script.embeddings else None,
     )
     out: list[Any] = []
     try:
@@ -206,6 +217,10 @@ def _drive(memory: ObservationalMemory, script: Script, clock: Clock, out: list[
     out.append(record)
     out.append(memory.render(record).blocks)
     out.append([_show(m) for m in memory.archived_messages("t", record=record)])
+    if script.search is not None:
+        tool = create_recall_tool(memory)
+        cfg: RunnableConfig = {"configurable": {"thread_id": "t", "resource_id": "u"}}
+        out.append(json.loads(tool.invoke({"mode": "search", "query": script.search}, cfg)))
 
 
 # -- the table ------------------------------------------------------------------------------
@@ -288,7 +303,18 @@ TABLE: list[Changes | Refused] = [
     Changes("share_token_budget", {}, {"share_token_budget": True}, NO_BUFFER),
     Changes("temporal_markers", {}, {"temporal_markers": True}, IDLE),
     Changes("retrieval", {}, {"retrieval": True}),
-    Changes("retrieval.vector", {"retrieval": True}, {"retrieval": {"vector": True}}),
+    Changes(
+        "retrieval.vector",
+        {"retrieval": True},
+        {"retrieval": {"vector": True}},
+        Script(embeddings=True),
+    ),
+    Changes(
+        "retrieval.min_score",
+        {"retrieval": {"vector": True}},
+        {"retrieval": {"vector": True, "min_score": 0.0}},
+        Script(embeddings=True, search="xyzzy plugh"),
+    ),
     Changes("retrieval.scope", {"retrieval": True}, {"retrieval": {"scope": "thread"}}),
     Changes("retrieval.instructions", {"retrieval": True}, {"retrieval": {"instructions": "Hm."}}),
     Refused(

@@ -290,6 +290,15 @@ PINNED: dict[str, list[str]] = {
         "invoke_model",
         "is_transient",
     ],
+    "langchain_om.postgres": [
+        "AsyncPostgresStorage",
+        "CONNECTION_KWARGS",
+        "POOL_DEFAULTS",
+        "PostgresMemorySaver",
+        "PostgresStorage",
+        "aopen_postgres",
+        "open_postgres",
+    ],
     "langchain_om.sqlite": [
         "SqliteMemorySaver",
         "SqliteMemoryStore",
