@@ -281,6 +281,10 @@ def test_recall_is_on_by_default_in_resource_scope() -> None:
     assert memory.config.retrieval is not None and memory.config.retrieval.scope == "resource"
     assert [t.name for t in memory.tools] == ["recall"]
     model = actor()
-    via_agent(memory, model, "A", "u1", "Hello there.")
+    via_agent(memory, model, "A", "u1", f"{FACT}. {FILLER}")
+    for i in range(4):
+        via_agent(memory, model, "A", "u1", f"turn {i}: {FILLER}")
     assert "recall" in model.last_call.tool_names
+    system = system_text(model.last_call)
+    assert FACT in system and "## Group" not in system, "the shared view claims no ranges"
     assert not resource_memory(retrieval=False).tools, "retrieval=False keeps it off"
