@@ -454,10 +454,10 @@ class ObservationalMemory(OpensStorage):
                 now=self._clock(),
                 retrieval=retrieval,
                 recall_instructions=instructions,
-                # resource scope's view of the shared log has no source ranges to show
-                show_ranges=False if self.config.scope == "resource" else None,
                 preamble=self.config.preamble,
                 working_memory=working_memory_text(self._extractors, rec),
+                # resource scope's view of the shared log has no source ranges to show
+                show_ranges=False if self.config.scope == "resource" else None,
             )
             if rec is not None
             else MemoryContext(blocks=[])
