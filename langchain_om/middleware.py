@@ -34,6 +34,7 @@ from langgraph.types import Command
 
 from langchain_om._plans.graph_state import (
     OM_STATE_KEY,
+    run_configurable,
     run_ids,
     split_messages,
     state_update,
@@ -132,6 +133,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             "step_number": step_number(split.window),
             "emit": emit,
             "actor_model": self._actor,
+            "configurable": run_configurable(config),
             "store": run_store(runtime),
         }
 
@@ -323,6 +325,7 @@ class _IdleBufferingMiddleware(ObservationalMemoryMiddleware):
             resource_id=args["resource_id"],
             record=args["record"],
             window=args["window"],
+            configurable=args["configurable"],
             store=args["store"],
         )
         return None
@@ -337,6 +340,7 @@ class _IdleBufferingMiddleware(ObservationalMemoryMiddleware):
             resource_id=args["resource_id"],
             record=args["record"],
             window=args["window"],
+            configurable=args["configurable"],
             store=args["store"],
         )
         return None
