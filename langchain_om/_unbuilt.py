@@ -63,81 +63,64 @@ UNBUILT: tuple[Unbuilt, ...] = (
 _RESOURCE_FIX = "Leave it out in resource scope, or use scope='thread'."
 
 
-def _hook_in_resource_scope(name: str) -> Callable[[ObservationalMemoryConfig], bool]:
-    """Whether a config sets the transform hook ``name`` in resource scope."""
-    return lambda c: c.scope == "resource" and getattr(c.hooks, name) is not None
+_Test = Callable[[ObservationalMemoryConfig], object]
 
 
-UNBUILT_IN_RESOURCE_SCOPE: tuple[Unbuilt, ...] = (
-    Unbuilt(
+def _hook_set(name: str) -> _Test:
+    """Whether a config sets the transform hook ``name``."""
+    return lambda c: getattr(c.hooks, name) is not None
+
+
+def _activates(name: str) -> _Test:
+    """Whether a config sets the activation option ``name`` at the top or for either cycle."""
+    return lambda c: getattr(c, name) or getattr(c.observation, name) or getattr(c.reflection, name)
+
+
+def _in_resource_scope(test: _Test) -> Callable[[ObservationalMemoryConfig], bool]:
+    return lambda c: c.scope == "resource" and bool(test(c))
+
+
+_BUFFERS_NOTHING = "it activates buffered work early, and resource scope buffers nothing."
+_NO_EXTRACTORS = "extractors do not run in resource scope yet"
+_RESOURCE_ONLY: tuple[tuple[str, _Test, str], ...] = (
+    (
         "observation.extract",
-        lambda c: c.scope == "resource" and bool(c.observation.extract),
-        "extractors do not run in resource scope yet (the shared log has no extracted values).",
-        _RESOURCE_FIX,
+        lambda c: c.observation.extract,
+        f"{_NO_EXTRACTORS} (the shared log has no extracted values).",
     ),
-    Unbuilt(
+    (
         "observation.thread_title",
-        lambda c: c.scope == "resource" and c.observation.thread_title,
+        lambda c: c.observation.thread_title,
         "the Observer of several threads at once does not propose thread titles.",
-        _RESOURCE_FIX,
     ),
-    Unbuilt(
+    (
         "temporal_markers",
-        lambda c: c.scope == "resource" and c.temporal_markers,
+        lambda c: c.temporal_markers,
         "time-gap reminders are not inserted in resource scope yet.",
-        _RESOURCE_FIX,
     ),
-    Unbuilt(
+    (
         "observation.use_usage_metadata",
-        lambda c: c.scope == "resource" and c.observation.use_usage_metadata,
+        lambda c: c.observation.use_usage_metadata,
         "resource scope triggers on the estimated tokens of all the resource's threads; the "
         "provider-reported usage of one thread's reply is not used.",
-        _RESOURCE_FIX,
     ),
-    Unbuilt(
-        "activate_after_idle",
-        lambda c: (
-            c.scope == "resource"
-            and bool(
-                c.activate_after_idle
-                or c.observation.activate_after_idle
-                or c.reflection.activate_after_idle
-            )
-        ),
-        "it activates buffered work early, and resource scope buffers nothing.",
-        _RESOURCE_FIX,
-    ),
-    Unbuilt(
-        "activate_on_provider_change",
-        lambda c: (
-            c.scope == "resource"
-            and bool(
-                c.activate_on_provider_change
-                or c.observation.activate_on_provider_change
-                or c.reflection.activate_on_provider_change
-            )
-        ),
-        "it activates buffered work early, and resource scope buffers nothing.",
-        _RESOURCE_FIX,
-    ),
-    Unbuilt(
+    ("activate_after_idle", _activates("activate_after_idle"), _BUFFERS_NOTHING),
+    ("activate_on_provider_change", _activates("activate_on_provider_change"), _BUFFERS_NOTHING),
+    (
         "read_only",
-        lambda c: c.scope == "resource" and c.read_only,
+        lambda c: c.read_only,
         "the shared log of a resource is loaded by the step a read-only memory skips.",
-        _RESOURCE_FIX,
     ),
-    Unbuilt(
+    (
         "keep_last_messages",
-        lambda c: c.scope == "resource" and c.keep_last_messages > 0,
+        lambda c: c.keep_last_messages > 0,
         "the floor applies to one thread's window; resource cycles cut every thread's.",
-        _RESOURCE_FIX,
     ),
-    *[
-        Unbuilt(
+    *(
+        (
             f"hooks.{name}",
-            _hook_in_resource_scope(name),
+            _hook_set(name),
             "transform hooks do not run in the resource scope's cycles yet.",
-            _RESOURCE_FIX,
         )
         for name in (
             "before_observation",
@@ -145,25 +128,23 @@ UNBUILT_IN_RESOURCE_SCOPE: tuple[Unbuilt, ...] = (
             "before_reflection",
             "after_reflection",
         )
-    ],
-    Unbuilt(
+    ),
+    (
         "memory_tool",
-        lambda c: c.scope == "resource" and c.memory_tool,
+        lambda c: c.memory_tool,
         "the tool edits the thread's record, and resource scope keeps the log in the store.",
-        _RESOURCE_FIX,
     ),
-    Unbuilt(
+    (
         "observation.manage_working_memory",
-        lambda c: c.scope == "resource" and c.observation.manage_working_memory,
+        lambda c: c.observation.manage_working_memory,
         "extractors, the working memory's included, do not run in resource scope yet.",
-        _RESOURCE_FIX,
     ),
-    Unbuilt(
-        "reflection.extract",
-        lambda c: c.scope == "resource" and bool(c.reflection.extract),
-        "extractors do not run in resource scope yet.",
-        _RESOURCE_FIX,
-    ),
+    ("reflection.extract", lambda c: c.reflection.extract, f"{_NO_EXTRACTORS}."),
+)
+
+UNBUILT_IN_RESOURCE_SCOPE: tuple[Unbuilt, ...] = tuple(
+    Unbuilt(option, _in_resource_scope(test), why, _RESOURCE_FIX)
+    for option, test, why in _RESOURCE_ONLY
 )
 """Option values refused in resource scope only (they work in thread scope)."""
 

@@ -32,6 +32,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from langchain_om._engine_io import EndTurnOptions
 from langchain_om._plans.graph_state import (
     OM_STATE_KEY,
     run_configurable,
@@ -319,23 +320,20 @@ class _IdleBufferingMiddleware(ObservationalMemoryMiddleware):
         self, state: ObservationalMemoryState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """At turn end, buffer what is left (``observation.buffer_on_idle``)."""
-        args = self._step_args(dict(state), runtime)
-        self.memory.end_turn(
-            thread_id=args["thread_id"],
-            resource_id=args["resource_id"],
-            record=args["record"],
-            window=args["window"],
-            configurable=args["configurable"],
-            store=args["store"],
-        )
+        self.memory.end_turn(**self._turn_end(state, runtime))
         return None
 
     async def aafter_agent(
         self, state: ObservationalMemoryState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Async twin of :meth:`after_agent`."""
+        await self.memory.aend_turn(**self._turn_end(state, runtime))
+        return None
+
+    def _turn_end(self, state: ObservationalMemoryState, runtime: Runtime[Any]) -> EndTurnOptions:
+        """The :meth:`ObservationalMemory.end_turn` arguments of this run."""
         args = self._step_args(dict(state), runtime)
-        await self.memory.aend_turn(
+        return EndTurnOptions(
             thread_id=args["thread_id"],
             resource_id=args["resource_id"],
             record=args["record"],
@@ -343,4 +341,3 @@ class _IdleBufferingMiddleware(ObservationalMemoryMiddleware):
             configurable=args["configurable"],
             store=args["store"],
         )
-        return None

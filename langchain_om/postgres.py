@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres import PostgresSaver
@@ -31,6 +32,8 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from langchain_om._threaded import ThreadedAsyncSaver
 from langchain_om.errors import OMConfigError
+
+_Pool = TypeVar("_Pool", ConnectionPool[Any], AsyncConnectionPool[Any])
 
 __all__ = [
     "AsyncPostgresStorage",
@@ -109,6 +112,16 @@ def _check_pool(pool: ConnectionPool[Any] | AsyncConnectionPool[Any]) -> None:
         )
 
 
+def _take_pool(
+    url_or_pool: str | _Pool, pool: dict[str, Any] | None, open_pool: Callable[..., _Pool]
+) -> tuple[_Pool, bool]:
+    """The pool to use and whether memory opened it (a caller's pool is checked, not owned)."""
+    if isinstance(url_or_pool, str):
+        return open_pool(url_or_pool, **_pool_options(pool)), True
+    _check_pool(url_or_pool)
+    return url_or_pool, False
+
+
 def _conninfo(pool: ConnectionPool[Any] | AsyncConnectionPool[Any]) -> str | None:
     return pool.conninfo if isinstance(pool.conninfo, str) else None
 
@@ -133,14 +146,7 @@ def open_postgres(
         pool: options of the pool opened for a connection string (see :data:`POOL_DEFAULTS`).
         setup: run the saver's and the store's migrations (idempotent; under an advisory lock).
     """
-    owned = isinstance(url_or_pool, str)
-    if isinstance(url_or_pool, str):
-        conn_pool: ConnectionPool[Any] = ConnectionPool(
-            url_or_pool, open=True, **_pool_options(pool)
-        )
-    else:
-        _check_pool(url_or_pool)
-        conn_pool = url_or_pool
+    conn_pool, owned = _take_pool(url_or_pool, pool, partial(ConnectionPool[Any], open=True))
     try:
         saver = PostgresMemorySaver(conn_pool)
         store = PostgresStore(conn_pool, index=index)  # type: ignore[arg-type]
@@ -183,15 +189,9 @@ async def aopen_postgres(
 
     Call it inside the event loop that will use the memory.
     """
-    owned = isinstance(url_or_pool, str)
-    if isinstance(url_or_pool, str):
-        conn_pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-            url_or_pool, open=False, **_pool_options(pool)
-        )
+    conn_pool, owned = _take_pool(url_or_pool, pool, partial(AsyncConnectionPool[Any], open=False))
+    if owned:
         await conn_pool.open()
-    else:
-        _check_pool(url_or_pool)
-        conn_pool = url_or_pool
     try:
         saver = AsyncPostgresSaver(conn_pool)
         store = AsyncPostgresStore(conn_pool, index=index)  # type: ignore[arg-type]

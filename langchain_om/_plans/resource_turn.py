@@ -221,12 +221,7 @@ def _reflect_due(
         yield from cycle.failed(exc)
         if inp.trigger == "manual":
             raise
-        logger.warning(
-            "resource reflection failed for thread %r (%s); the log stays as it is",
-            inp.thread_id,
-            type(exc).__name__,
-        )
-        out.errors.append(exc)
+        _carry_on(out, exc, exc, _REFLECTION_FAILED, inp.thread_id)
         return shared
     yield from cycle.end(shared)
     out.reflected = True
@@ -319,13 +314,20 @@ def _failed(
     error.__cause__ = exc
     if env.config.observation.failure_policy == "raise":
         raise error
-    logger.warning(
-        "resource observation failed for thread %r (%s); continuing without observing",
-        inp.thread_id,
-        type(exc).__name__,
-    )
-    out.errors.append(error)
+    _carry_on(out, error, exc, _OBSERVATION_FAILED, inp.thread_id)
     return shared
+
+
+_REFLECTION_FAILED = "resource reflection failed for thread %r (%s); the log stays as it is"
+_OBSERVATION_FAILED = "resource observation failed for thread %r (%s); continuing without observing"
+
+
+def _carry_on(
+    out: TurnOutcome, error: Exception, exc: Exception, message: str, thread_id: str | None
+) -> None:
+    """Log a failed resource cycle and keep its error (``message``: thread, error type)."""
+    logger.warning(message, thread_id, type(exc).__name__)
+    out.errors.append(error)
 
 
 def other_threads_text(
