@@ -57,7 +57,8 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import count_tokens_approximately
 
-from langchain_om._core.tokens import TokenCounter, clear_text_memo
+from langchain_om._core.token_cache import clear_text_memo
+from langchain_om._core.tokens import TokenCounter
 from langchain_om._tiktoken_offline import load_encoding
 
 WORDS = (

@@ -3,7 +3,8 @@
 Modules:
     types: the JSON-native OM record and its parts.
     record: creating, coercing and updating records (append observations, apply reflections).
-    tokens: token counting (tiktoken offline or heuristic) with a per-message cache.
+    tokens: token counting (tiktoken offline or heuristic) of text and messages.
+    token_cache: the per-message count cache: entry format, part keys, the process memo.
     callable_tokens: counters over a LangChain token_counter callable; token_counter= parsing.
     media_tokens: token estimates for images, files, audio and video by provider and model.
     usage: provider-reported usage of the agent's last reply as a size of the window.

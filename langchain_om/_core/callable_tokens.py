@@ -16,7 +16,8 @@ from typing import Any, cast
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from langchain_om._core.tokens import TokenCounter, digest, get_default_counter
+from langchain_om._core.token_cache import digest
+from langchain_om._core.tokens import TokenCounter, get_default_counter
 from langchain_om._core.types import OM_META_KEY
 from langchain_om.errors import OMConfigError
 

@@ -16,46 +16,43 @@ Message counts are the sum of the message's *parts* plus fixed overheads:
 * overheads: :data:`MESSAGE_OVERHEAD` per message, :data:`TOOL_CALL_OVERHEAD` per tool call,
   :data:`CONVERSATION_OVERHEAD` per non-empty list of messages. Overheads are never cached.
 
-Per-part counts are cached on the message, in
-``message.response_metadata["langchain_om"]["tok"]``, as one flat list::
-
-    ["3:tiktoken:o200k_base", 4398046511123, 12, "id=call_1", 3]
-
-The first item names the entry format (:data:`CACHE_VERSION`) and the counting source; then
-comes a key and a count per part. A text part's key is an int fingerprint: the text's length
-and a CRC-32 of its first and last 32 characters (see :func:`_fp`); a tool call's is the
-negative int ``~fp`` of its name and arguments. Other keys are strings: short ids and names
-verbatim (``"id=…"``, ``"name=…"``), media by kind and a fingerprint of what their estimate
-depends on (the provider and the fields the estimate reads), a caller's own estimate as
-``"client=<n>"``. Counting **mutates the
-message's ``response_metadata`` dict in place** to write this entry. An entry with another
-version or source is ignored and overwritten; parts whose key changed are recounted, the
-others reused. Malformed metadata is treated as absent and never raises. A cache hit costs a
-few dict lookups and one fingerprint of at most 64 characters per text, also on copies
-reloaded from a checkpoint (see ``benchmarks/tokens.py``); :func:`read_cache_entry` decodes
-an entry for reading.
+Per-part counts are cached on the message (the entry format and the process memo are in
+:mod:`langchain_om._core.token_cache`).
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import re
 import threading
 import warnings
-import zlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from langchain_core.messages import AIMessage, ToolMessage
 
 from langchain_om._core.media_tokens import (
-    client_estimate,
     estimate_file_tokens,
     estimate_image_tokens,
     media_info,
     media_part_tokens,
     provider_family,
+)
+from langchain_om._core.token_cache import (
+    TEXT_MEMOS,
+    MediaBlock,
+    Part,
+    TextMemo,
+    block_client_estimate,
+    block_fingerprint,
+    digest,
+    entry_tag,
+    fp,
+    json_text,
+    short_part,
+    text_part,
+    tool_call_part,
+    tool_call_text,
 )
 from langchain_om._core.types import OM_META_KEY
 from langchain_om._tiktoken_offline import ENCODING_FILES, load_encoding
@@ -65,24 +62,19 @@ if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
 __all__ = [
-    "CACHE_VERSION",
     "CONVERSATION_OVERHEAD",
     "HEURISTIC_SOURCE",
     "MESSAGE_OVERHEAD",
     "TOOL_CALL_OVERHEAD",
     "TokenCounter",
-    "clear_text_memo",
     "count_tokens",
     "estimate_file_tokens",
     "estimate_image_tokens",
     "get_default_counter",
     "heuristic_count",
-    "read_cache_entry",
     "reset_fallback_warning",
 ]
 
-CACHE_VERSION = 3
-"""Version of the cache entry format and of the part accounting; bump to invalidate."""
 MESSAGE_OVERHEAD = 4
 """Tokens added per message (role and message framing)."""
 CONVERSATION_OVERHEAD = 3
@@ -185,200 +177,6 @@ def _warn_fallback(name: str, exc: Exception) -> None:
         UserWarning,
         stacklevel=4,
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# Message parts
-# ---------------------------------------------------------------------------------------------
-
-
-_crc32 = zlib.crc32
-_SAMPLE = 32
-"""Characters read from each end of a long text to fingerprint it."""
-
-
-def _fp(text: str) -> int:
-    """Fingerprint of a text: its length and a CRC-32 of its first and last 32 characters.
-
-    The key only has to notice that a message's own content changed: messages are not edited
-    in place, a changed message almost always changes its length or its ends, and a stale hit
-    costs a slightly wrong estimate. Sampling keeps a cache hit O(1) in the text's length,
-    which matters for messages reloaded from a checkpoint (new objects, so every text is
-    fingerprinted again). An int compares cheaper than a formatted key.
-    """
-    n = len(text)
-    if n > 2 * _SAMPLE:
-        text = text[:_SAMPLE] + text[-_SAMPLE:]
-    try:
-        data = text.encode()  # the default codec call is several times cheaper than with errors=
-    except UnicodeEncodeError:  # lone surrogates: same bytes as before, via surrogatepass
-        data = text.encode("utf-8", "surrogatepass")
-    return (n << 32) | _crc32(data)
-
-
-def _entry_tag(source: str) -> str:
-    """First item of a cache entry: the entry format version and the counting source."""
-    return f"{CACHE_VERSION}:{source}"
-
-
-def read_cache_entry(message: BaseMessage) -> dict[str, Any] | None:
-    """The token-count cache entry on ``message``, decoded for reading (None if absent).
-
-    Returns ``{"v": version, "src": source, "parts": [{"k": key, "n": count}, ...]}``; a text
-    part's key reads ``"text:<fingerprint>"``, a tool call's ``"tool_call:<fingerprint>"``, and
-    a caller-supplied estimate has
-    ``"s": "client"``. For inspection and tests: counting reads the compact stored form.
-    """
-    meta = message.response_metadata
-    om = meta.get(OM_META_KEY) if isinstance(meta, dict) else None
-    entry = om.get("tok") if isinstance(om, dict) else None
-    if type(entry) is not list or not entry or not isinstance(entry[0], str):
-        return None
-    version, _, source = entry[0].partition(":")
-    parts: list[dict[str, Any]] = []
-    for k, n in zip(entry[1::2], entry[2::2]):  # noqa: B905 - a torn tail is ignored
-        if type(k) is int:
-            k = f"text:{k}" if k >= 0 else f"tool_call:{~k}"
-        item: dict[str, Any] = {"k": k, "n": n}
-        if isinstance(k, str) and k.startswith("client="):
-            item["s"] = "client"  # a caller's estimate, not ours
-        parts.append(item)
-    return {"v": int(version) if version.isdigit() else version, "src": source, "parts": parts}
-
-
-def digest(text: str) -> str:
-    """:func:`_fp` as a string, for keys that carry a kind prefix."""
-    return str(_fp(text))
-
-
-_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def _json(value: object) -> str:
-    try:
-        return _JSON.encode(value)
-    except (TypeError, ValueError):  # circular references and the like
-        return repr(value)
-
-
-class _Block(NamedTuple):
-    """An image/file block, read (:func:`media_info`) and estimated only on a cache miss."""
-
-    block: dict[str, Any]
-    image: bool
-
-
-# A part: (cache key, payload). The payload is counted only on a cache miss: a str goes to
-# the tokenizer, a (name, args) tuple is a tool call, a _Block is estimated from metadata.
-# The key of a text part is its int fingerprint (the count depends on the text alone, whatever
-# block held it); other keys are "kind:fingerprint" or "kind=value" strings.
-# Plain tuples: the cache-hit path builds one per part, and tuples are cheapest.
-_Part = tuple["int | str", "str | tuple[object, object] | _Block"]
-
-
-def _sample(text: str) -> str:
-    return text if len(text) <= 64 else f"{len(text)}:{text[:32]}{text[-32:]}"
-
-
-def _fingerprint(value: object, out: list[str], depth: int = 0) -> None:
-    """Append a short description of ``value``: long strings by length and ends only."""
-    if isinstance(value, str):
-        out.append(_sample(value))
-    elif isinstance(value, dict) and depth < 6:
-        for key, item in value.items():
-            out.append(str(key))
-            _fingerprint(item, out, depth + 1)
-    elif isinstance(value, list | tuple) and depth < 6:
-        out.append("[")
-        for item in value:
-            _fingerprint(item, out, depth + 1)
-        out.append("]")
-    elif isinstance(value, bytes):
-        out.append(f"{len(value)}:{value[:24].hex()}{value[-24:].hex()}")
-    else:
-        out.append(repr(value)[:64])
-
-
-def _block_fingerprint(block: dict[str, Any], family: str | None, model: str | None) -> str:
-    """What a media estimate depends on: the rules in use and the block's fields.
-
-    Payloads (base64 data, data URLs) enter by length and their first and last 32 characters,
-    so a cache hit never reads a multi-megabyte attachment.
-    """
-    out = [str(family), str(model) if family in (None, "openai", "google") else ""]
-    _fingerprint(block, out)
-    return "\x00".join(out)
-
-
-def _client_estimate(block: dict[str, Any]) -> int | None:
-    """A caller's ``token_estimate`` on the block (or its ``metadata``/``extras``)."""
-    for holder in (block, block.get("metadata"), block.get("extras")):
-        if isinstance(holder, dict) and "token_estimate" in holder:
-            return client_estimate(holder["token_estimate"])
-    return None
-
-
-def _text_part(text: str) -> _Part:
-    return (_fp(text), text)
-
-
-def _short_part(kind: str, text: str) -> _Part:
-    # Ids and names are short: the text itself is a cheaper key than its hash.
-    return (f"{kind}={text}" if len(text) <= 64 else f"{kind}:{digest(text)}", text)
-
-
-def _tool_call_part(name: object, args: object) -> _Part:
-    # The key fingerprints repr(args), several times cheaper than JSON (built on a miss only);
-    # a negative int (~fp) so that it never equals a text part's key.
-    return (~_fp(repr((name, args))), (name, args))
-
-
-def _tool_call_text(name: object, args: object) -> str:
-    args_text = args if isinstance(args, str) else _json(args)
-    return f"{name if isinstance(name, str) else ''} {args_text}"
-
-
-# ---------------------------------------------------------------------------------------------
-# The counter
-# ---------------------------------------------------------------------------------------------
-
-
-MEMO_MAX_ENTRIES = 100_000
-"""Most messages a counting source's process memo holds (about 150 bytes each)."""
-
-
-class _TextMemo:
-    """Process memo of text messages: message id -> (hash of the text, aux, count).
-
-    ``aux`` is what else the count depends on: a tool result's call id, None for messages
-    without tool calls (the only others memoised); the count includes the message overhead.
-    The memo answers a recount of a message whose text hashes alike and whose ``aux`` is
-    equal, also on a copy reloaded from a checkpoint (same id, equal values), without reading
-    the message's cache entry or fingerprinting its parts. The hash is Python's own 64-bit
-    string hash over the whole text (computed once per string object), so unlike the entry's
-    sampled fingerprint it notices any edit. The memo holds no text; when full it starts
-    again (the cache entries on the messages still answer, at the cost of a fingerprint per
-    part).
-    """
-
-    __slots__ = ("entries",)
-
-    def __init__(self) -> None:
-        self.entries: dict[str, tuple[int, object, int]] = {}
-
-    def put(self, mid: str, text: str, aux: object, count: int) -> None:
-        if len(self.entries) >= MEMO_MAX_ENTRIES:
-            self.entries.clear()
-        self.entries[mid] = (hash(text), aux, count)
-
-
-_TEXT_MEMOS: dict[str, _TextMemo] = {}
-"""One memo per cache tag (entry version and counting source)."""
-
-
-def clear_text_memo() -> None:
-    """Forget the process memo (as a new process starts): counts then come from cache entries."""
-    _TEXT_MEMOS.clear()
 
 
 # Message classes sorted once into plain / AI / tool: isinstance on pydantic classes is slow.
@@ -516,7 +314,7 @@ class TokenCounter:
         return self._source
 
     def _resolve_tag(self) -> str:
-        self._tag = _entry_tag(self._source or self._resolve())
+        self._tag = entry_tag(self._source or self._resolve())
         return self._tag
 
     @property
@@ -543,7 +341,7 @@ class TokenCounter:
             return 0
         tag = self._tag or self._resolve_tag()
         general = self._count_one
-        memo = _TEXT_MEMOS.get(tag) or _TEXT_MEMOS.setdefault(tag, _TextMemo())
+        memo = TEXT_MEMOS.get(tag) or TEXT_MEMOS.setdefault(tag, TextMemo())
         entries = memo.entries
         # Locals, not globals, in the loop: a global lookup per use is a good part of a hit.
         kinds, plain, ai, tool = _CLASS_KINDS, _PLAIN, _AI, _TOOL
@@ -589,7 +387,7 @@ class TokenCounter:
         content = message.content
         kind = _CLASS_KINDS.get(message.__class__)
         ai: AIMessage = message  # type: ignore[assignment]  # only read when kind == _AI
-        parts: list[_Part]
+        parts: list[Part]
         if (
             type(content) is str
             and not message.name
@@ -598,14 +396,14 @@ class TokenCounter:
             )
         ):
             # One text (most messages); same result as self._parts.
-            parts = [(_fp(content), content)] if content else []
+            parts = [(fp(content), content)] if content else []
             overhead = MESSAGE_OVERHEAD
         elif kind == _TOOL and type(content) is str and not message.name:
             # Tool results: the text, then the call id; same result as self._parts.
-            parts = [_text_part(content)] if content else []
+            parts = [text_part(content)] if content else []
             call_id = cast("ToolMessage", message).tool_call_id
             if call_id and isinstance(call_id, str):
-                parts.append(_short_part("id", call_id))
+                parts.append(short_part("id", call_id))
             overhead = MESSAGE_OVERHEAD
         else:
             parts, n_calls = self._parts(message)
@@ -639,14 +437,14 @@ class TokenCounter:
 
     # -- parts ------------------------------------------------------------------------------
 
-    def _parts(self, message: BaseMessage) -> tuple[list[_Part], int]:
+    def _parts(self, message: BaseMessage) -> tuple[list[Part], int]:
         kind = _CLASS_KINDS.get(message.__class__)
         if kind is None:
             kind = _class_kind(message.__class__)
         content = message.content
-        parts: list[_Part]
+        parts: list[Part]
         if isinstance(content, str):
-            parts = [(_fp(content), content)] if content else []
+            parts = [(fp(content), content)] if content else []
         else:
             parts = []
             if isinstance(content, list):
@@ -658,7 +456,7 @@ class TokenCounter:
                     self._block_part(block, parts, call_ids)
         name = message.name
         if name and isinstance(name, str):
-            parts.append(_short_part("name", name))
+            parts.append(short_part("name", name))
         n_calls = 0
         if kind == _AI:
             ai = cast("AIMessage", message)
@@ -667,20 +465,20 @@ class TokenCounter:
                 for tc in every:
                     if isinstance(tc, dict):
                         n_calls += 1
-                        parts.append(_tool_call_part(tc.get("name"), tc.get("args")))
+                        parts.append(tool_call_part(tc.get("name"), tc.get("args")))
         elif kind == _TOOL:
             call_id = cast("ToolMessage", message).tool_call_id
             if call_id and isinstance(call_id, str):
-                parts.append(_short_part("id", call_id))
+                parts.append(short_part("id", call_id))
         return parts, n_calls
 
-    def _block_part(self, block: object, parts: list[_Part], call_ids: set[str]) -> None:
+    def _block_part(self, block: object, parts: list[Part], call_ids: set[str]) -> None:
         if isinstance(block, str):
             if block:
-                parts.append(_text_part(block))
+                parts.append(text_part(block))
             return
         if not isinstance(block, dict):
-            parts.append(_text_part(_json(block)))
+            parts.append(text_part(json_text(block)))
             return
         kind = block.get("type")
         if isinstance(kind, str):
@@ -694,37 +492,37 @@ class TokenCounter:
                 text = block.get("refusal" if kind == "refusal" else "text")
                 if isinstance(text, str):
                     if text:
-                        parts.append(_text_part(text))
+                        parts.append(text_part(text))
                     return
             elif kind in _IMAGE_TYPES or kind in _FILE_TYPES:
-                client = _client_estimate(block)
+                client = block_client_estimate(block)
                 if client is not None:  # caller-supplied: its value is the key
-                    parts.append((f"client={client}", _Block(block, kind in _IMAGE_TYPES)))
+                    parts.append((f"client={client}", MediaBlock(block, kind in _IMAGE_TYPES)))
                     return
-                key = f"media:{digest(_block_fingerprint(block, self._family, self.model))}"
-                parts.append((key, _Block(block, kind in _IMAGE_TYPES)))
+                key = f"media:{digest(block_fingerprint(block, self._family, self.model))}"
+                parts.append((key, MediaBlock(block, kind in _IMAGE_TYPES)))
                 return
             elif kind in _TOOL_CALL_TYPES:
                 block_id = block.get("id")
                 if isinstance(block_id, str) and block_id in call_ids:
                     return  # counted from message.tool_calls
                 args = block.get("input", block.get("args"))
-                parts.append(_tool_call_part(block.get("name"), args))
+                parts.append(tool_call_part(block.get("name"), args))
                 return
-        parts.append(_text_part(_json(block)))
+        parts.append(text_part(json_text(block)))
 
-    def _part_tokens(self, part: _Part) -> int:
+    def _part_tokens(self, part: Part) -> int:
         payload = part[1]
         if isinstance(payload, str):
             return self.count_text(payload)
-        if isinstance(payload, _Block):  # a NamedTuple: test it before plain tuples
+        if isinstance(payload, MediaBlock):  # a NamedTuple: test it before plain tuples
             media = media_info(payload.block, payload.image)
             return media_part_tokens(media, self.provider, self.model, self.count_text)
-        return self.count_text(_tool_call_text(*payload))
+        return self.count_text(tool_call_text(*payload))
 
     # -- cache ------------------------------------------------------------------------------
 
-    def _recount(self, metadata: dict[Any, Any], parts: list[_Part], tag: str) -> int:
+    def _recount(self, metadata: dict[Any, Any], parts: list[Part], tag: str) -> int:
         """Count parts, reusing valid cached counts with the same key; write the new entry."""
         om = metadata.get(OM_META_KEY)
         entry = om.get("tok") if isinstance(om, dict) else None

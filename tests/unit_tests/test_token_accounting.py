@@ -16,7 +16,8 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_om import ObservationalMemory, TokenCounter
 from langchain_om._core.callable_tokens import CallableTokenCounter, as_token_counter
 from langchain_om._core.media_tokens import estimate_image_tokens
-from langchain_om._core.tokens import CONVERSATION_OVERHEAD, MESSAGE_OVERHEAD, read_cache_entry
+from langchain_om._core.token_cache import read_cache_entry
+from langchain_om._core.tokens import CONVERSATION_OVERHEAD, MESSAGE_OVERHEAD
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import OMConfigError
 from langchain_om.events import ObservationEndEvent, OMEvent, StatusEvent

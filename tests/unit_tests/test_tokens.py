@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_om import _tiktoken_offline as offline
-from langchain_om._core import tokens
+from langchain_om._core import token_cache, tokens
+from langchain_om._core.token_cache import CACHE_VERSION, read_cache_entry
 from langchain_om._core.tokens import (
-    CACHE_VERSION,
     CONVERSATION_OVERHEAD,
     HEURISTIC_SOURCE,
     MESSAGE_OVERHEAD,
@@ -32,7 +32,6 @@ from langchain_om._core.tokens import (
     count_tokens,
     get_default_counter,
     heuristic_count,
-    read_cache_entry,
     reset_fallback_warning,
 )
 from langchain_om.errors import OMConfigError
@@ -573,7 +572,7 @@ def test_reloaded_copies_are_answered_by_the_process_memo(counter: TokenCounter)
     assert counter.count_messages(reloaded) == total
     assert counter.encode_calls == calls
     # A process that never counted them (an empty memo) reads the cache entries instead.
-    tokens.clear_text_memo()
+    token_cache.clear_text_memo()
     reloaded = [type(m).model_validate_json(m.model_dump_json()) for m in messages]
     assert counter.count_messages(reloaded) == total
     assert counter.encode_calls == calls
@@ -619,11 +618,11 @@ def test_the_memo_notices_tool_calls_edited_in_place(counter: TokenCounter) -> N
 
 
 def test_the_memo_is_bounded(counter: TokenCounter, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tokens, "MEMO_MAX_ENTRIES", 5)
-    tokens.clear_text_memo()
+    monkeypatch.setattr(token_cache, "MEMO_MAX_ENTRIES", 5)
+    token_cache.clear_text_memo()
     messages = [HumanMessage(PARAGRAPHS[i % 4], id=f"m{i}") for i in range(12)]
     total = counter.count_messages(messages)
-    memo = tokens._TEXT_MEMOS[f"{CACHE_VERSION}:tiktoken:o200k_base"]
+    memo = token_cache.TEXT_MEMOS[f"{CACHE_VERSION}:tiktoken:o200k_base"]
     assert 0 < len(memo.entries) <= 5
     assert counter.count_messages(messages) == total
 
