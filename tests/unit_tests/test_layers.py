@@ -18,6 +18,7 @@ FRONT_DOORS = (
     "engine",
     # the private modules the front doors are split into
     "_engine_io",
+    "_engine_standalone",
     "_cli_backend",
     "_cli_console",
     "_cli_replay",
