@@ -43,6 +43,7 @@ from langchain_om._plans.graph_state import (
     MEMORY_MESSAGE_ID,
     WindowSplit,
     merge_memory,
+    run_configurable,
     run_ids,
     split_messages,
     state_record,
@@ -132,6 +133,7 @@ class _Nodes:
             "step_number": step_number(split.window),
             "emit": _emitter(),
             "actor_model": self._actor(config),
+            "configurable": run_configurable(config),
             "store": run_store(),
         }
 

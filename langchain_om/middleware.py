@@ -36,6 +36,7 @@ from langchain_om._plans.graph_state import (
     OM_ACTIVITY_KEY,
     OM_STATE_KEY,
     record_update,
+    run_configurable,
     run_ids,
     split_messages,
     state_record,
@@ -136,6 +137,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             "step_number": step_number(split.window),
             "emit": emit,
             "actor_model": self._actor,
+            "configurable": run_configurable(config),
             "store": run_store(runtime),
         }
 
@@ -328,6 +330,7 @@ class _IdleBufferingMiddleware(ObservationalMemoryMiddleware):
             resource_id=args["resource_id"],
             record=args["record"],
             window=args["window"],
+            configurable=args["configurable"],
             store=args["store"],
         )
         return None
@@ -342,6 +345,7 @@ class _IdleBufferingMiddleware(ObservationalMemoryMiddleware):
             resource_id=args["resource_id"],
             record=args["record"],
             window=args["window"],
+            configurable=args["configurable"],
             store=args["store"],
         )
         return None

@@ -46,6 +46,7 @@ from langchain_om._plans.buffer import (
 )
 from langchain_om._plans.cycles import observe_plan, reflect_plan, status_event
 from langchain_om._plans.effects import AwaitBackground, Plan, StoreBatch
+from langchain_om._plans.read_only import read_only_plan
 from langchain_om._plans.resource_turn import resource_turn_plan
 from langchain_om._plans.storage import (
     buffered_read_ops,
@@ -277,8 +278,10 @@ def turn_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
         return (yield from cast("Plan[TurnOutcome]", resource_turn_plan(env, inp)))
     now = env.now()
     out = TurnOutcome(record=_new_record(env, inp, now), window=list(inp.window))
-    if not env.config.enabled or env.config.read_only:  # every front door passes through
+    if not env.config.enabled:  # every front door passes through
         return out
+    if env.config.read_only:
+        return (yield from read_only_plan(inp, out))
     step = yield from _prepare(_Step(env, inp, out, now))
     if inp.allow_observe:
         yield from _activate_due(step)
