@@ -221,7 +221,11 @@ def reflection_buffer_plan(
             "created_at": iso(env.now()),
         }
         yield StoreBatch([reflection_put_op(record["thread_id"], value)])
-        return record, {"buffered_tokens": best.tokens, "observations": best.text}
+        return record, {
+            "buffered_tokens": best.tokens,
+            "observations": best.text,
+            "retention": best.retention,
+        }
 
     cycle = _background_cycle(env, inp, record, "reflection", slice_tokens, cycle_id)
     yield from run_cycle(cycle, body)

@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
 from langchain_core.messages import BaseMessage
-from langgraph.store.base import BaseStore, Op
+from langgraph.store.base import BaseStore, Op, PutOp
+
+from langchain_om._core.sanitize import sanitize_value
 
 logger = logging.getLogger("langchain_om")
 
@@ -39,6 +41,8 @@ class ModelCall:
     """The cycle the call belongs to (traced as run metadata)."""
     trigger: str | None = None
     """What started the cycle (``threshold``, ``async-buffer``, ...; traced as run metadata)."""
+    temperature: float | None = None
+    """Overrides the role's sampling temperature (the retry after a looping reply)."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +123,7 @@ class Executor:
         if isinstance(effect, ModelCall):
             return self._call_model(effect)
         if isinstance(effect, StoreBatch):
-            return self.store.batch(list(effect.ops)) if effect.ops else []
+            return self.store.batch(storable(effect.ops)) if effect.ops else []
         if isinstance(effect, AwaitBackground):
             return self._waiter(effect).wait(effect.key, effect.timeout)
         return _call_hook_sync(effect)
@@ -129,10 +133,26 @@ class Executor:
         if isinstance(effect, ModelCall):
             return await self._acall_model(effect)
         if isinstance(effect, StoreBatch):
-            return await self.store.abatch(list(effect.ops)) if effect.ops else []
+            return await self.store.abatch(storable(effect.ops)) if effect.ops else []
         if isinstance(effect, AwaitBackground):
             return await self._waiter(effect).await_key(effect.key, effect.timeout)
         return await _call_hook_async(effect)
+
+
+def storable(ops: Sequence[Op]) -> list[Op]:
+    """``ops`` with NUL and lone surrogates in every put value replaced by visible markers.
+
+    PostgreSQL rejects NUL (``U+0000``) and no UTF-8 store can hold a lone surrogate; replacing
+    them here (:mod:`~langchain_om._core.sanitize`) lets every store accept the same messages.
+    """
+    out: list[Op] = []
+    for op in ops:
+        if isinstance(op, PutOp) and op.value is not None:
+            value, changed = sanitize_value(op.value)
+            if changed:
+                op = op._replace(value=value)
+        out.append(op)
+    return out
 
 
 def run_sync(plan: Generator[E_contra, Any, T], handler: Handler[E_contra]) -> T:

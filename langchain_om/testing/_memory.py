@@ -2,11 +2,15 @@
 
 :func:`memory_model` returns a :class:`FunctionChatModel` that answers like a well-behaved
 Observer (one observation per message it is shown, under the same ``Date:`` headers) and
-Reflector (keeps the dates and about ``keep`` of the lines, shortened). It needs no network and
+Reflector (keeps the dates, every 🔴 line shortened to its names and numbers, and about ``keep``
+of the other lines, shortened; when that is still above the size the prompt asks for, the
+oldest lines go first). It needs no network and
 gives the same output for the same input, so apps that use OM can be tested offline.
 """
 
 from __future__ import annotations
+
+import re
 
 from langchain_core.messages import BaseMessage
 
@@ -36,7 +40,24 @@ def _observe(history: str, words: int) -> str:
     return "\n".join(out)
 
 
-def _reflect(observations: str, keep: float, words: int) -> str:
+def _condense_high(line: str) -> str:
+    """A 🔴 line cut to its mark, speaker and about 70% of its names, numbers and identifiers."""
+    parts = line.split()
+    mark = parts[:2]
+    body = parts[2:]
+    if body and re.fullmatch(r"\(\d\d:\d\d\)", body[0]):
+        body = body[1:]
+    head = body[:2] if len(body) > 1 and body[1] == "said:" else body[:1]
+    facts = [
+        w
+        for w in body[len(head) :]
+        if any(c.isdigit() for c in w) or w[:1].isupper() or any(m in w for m in "/_#@")
+    ]
+    keep = max(1, -(-len(facts) * 7 // 10))
+    return " ".join([*mark, *head, *facts[:keep]]) if facts else " ".join(parts[: 4 + 4])
+
+
+def _reflect(observations: str, keep: float, words: int, target: int | None = None) -> str:
     lines = [line for line in observations.splitlines() if line.strip()]
     kept: list[str] = []
     bullets = [line for line in lines if not line.startswith("Date:")]
@@ -47,14 +68,43 @@ def _reflect(observations: str, keep: float, words: int) -> str:
             if not kept or kept[-1] != line:
                 kept.append(line)
             continue
-        if index % step == 0:
+        if "🔴" in line[:6]:
+            kept.append(_condense_high(line))
+        elif index % step == 0:
             kept.append(" ".join(line.split()[: 4 + words]))
         index += 1
     while kept and kept[-1].startswith("Date:"):
         kept.pop()
     if not any(not k.startswith("Date:") for k in kept) and bullets:
         kept.append(bullets[-1])
+    if target is not None:
+        kept = _newest_within(kept, target)
     return "\n".join(kept)
+
+
+_TARGET = re.compile(r"under about (\d+) tokens")
+
+
+def _estimate(lines: list[str]) -> int:
+    """A generous token estimate (about three characters a token; marks cost more)."""
+    return sum(len(line) // 3 + 2 for line in lines)
+
+
+def _newest_within(lines: list[str], target: int) -> list[str]:
+    """The newest observation lines (with their ``Date:`` headers) that fit ``target``."""
+    start = len(lines)
+    for index in range(len(lines) - 1, -1, -1):
+        if lines[index].startswith("Date:"):
+            continue
+        bullets = [line for line in lines[index:] if not line.startswith("Date:")]
+        if start < len(lines) and _estimate(bullets) >= max(1, target):
+            break
+        start = index
+    header = next((k for k in range(start, -1, -1) if lines[k].startswith("Date:")), None)
+    tail = [line for line in lines[start:]]
+    if header is not None and header < start:
+        tail.insert(0, lines[header])
+    return tail
 
 
 def memory_model(*, words: int = 8, keep: float = 0.3, name: str = "memory") -> FunctionChatModel:
@@ -83,7 +133,8 @@ def memory_model(*, words: int = 8, keep: float = 0.3, name: str = "memory") -> 
         prompt = messages[-1].text if messages else ""
         if "## Observations to Condense" in prompt:
             body = _section(prompt, "## Observations to Condense", ("\n## ",))
-            text = _reflect(body, keep, words)
+            asked = _TARGET.search(prompt)
+            text = _reflect(body, keep, words, int(asked.group(1)) if asked else None)
             return f"<observations>\n{text}\n</observations>"
         history = _section(prompt, "## New Messages to Observe", ("\n### ", "\n---", "\n## "))
         text = _observe(history, words)
