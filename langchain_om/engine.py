@@ -63,7 +63,7 @@ from langchain_om._role_models import RoleModels
 from langchain_om._spec_check import check_engine_args
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.display import render_html
-from langchain_om.errors import OMUsageError
+from langchain_om.errors import OMConfigError, OMUsageError
 from langchain_om.events import OMEvent, StatusEvent
 from langchain_om.extractors import check_extractors
 from langchain_om.locks import LocalThreadLock, SqliteThreadLock, ThreadLock, hold_async
@@ -481,7 +481,12 @@ class ObservationalMemory:
         rec = coerce_record(record)
         context = (
             render_memory(
-                rec, now=self._clock(), retrieval=retrieval, recall_instructions=instructions
+                rec,
+                now=self._clock(),
+                retrieval=retrieval,
+                recall_instructions=instructions,
+                max_observation_tokens=self._shown_cap(rec),
+                count=self.counter.count_text,
             )
             if rec is not None
             else MemoryContext(blocks=[])
@@ -490,6 +495,16 @@ class ObservationalMemory:
             # Resource-scope recall is useful from the first message: other threads exist.
             return MemoryContext(blocks=[instructions])
         return context
+
+    def _shown_cap(self, record: OMRecord) -> int | None:
+        """The most observation tokens the memory context shows: the reflection's block_after.
+
+        ``None`` when fractional thresholds cannot be resolved (no agent model known yet).
+        """
+        try:
+            return self._actor_env(None, record)[1].config.reflection.block_after_tokens
+        except OMConfigError:
+            return None
 
     def _recall_scope(self) -> str:
         retrieval = self.config.retrieval

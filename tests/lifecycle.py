@@ -28,6 +28,8 @@ from langchain_om import (
     ObservationalMemoryMiddleware,
     add_observational_memory,
 )
+from langchain_om._core.render import OBSERVATIONS_CLOSE, OBSERVATIONS_OPEN
+from langchain_om._core.tokens import get_default_counter
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model, rate_limit_error
 from tests import integrity_examples as ex
 from tests.helpers import Clock, LifecycleChecker, visible_messages
@@ -121,6 +123,30 @@ def _user_text(rng: random.Random, turn: int) -> tuple[str, str]:
     return kind, base * rng.randrange(1, 4)
 
 
+ODD_IDS: tuple[str, ...] = (
+    ".",
+    "a.b",
+    "ana.silva@acme.eu",
+    "team/alpha/../x",
+    "with space",
+    "üñí©ødé-🙂",
+    "nul\x00inside",
+    "x" * 500,
+)
+"""Thread and resource ids of every shape (store namespaces need their label encoding)."""
+
+
+def odd_id(seed: int, prefix: str, *, nul: bool = True) -> str:
+    """A seed's odd id: one of :data:`ODD_IDS` made unique with ``prefix`` and the seed.
+
+    ``nul=False`` avoids the NUL id (PostgreSQL checkpointers cannot hold it in a text column).
+    """
+    choices = [i for i in ODD_IDS if nul or "\x00" not in i]
+    base = choices[seed % len(choices)]
+    suffix = f":{prefix}{seed}"
+    return base + suffix if len(base) < 400 else base[: 500 - len(suffix)] + suffix
+
+
 @dataclass
 class Lifecycle:
     """What one seed did: steps checked and faults injected."""
@@ -137,16 +163,17 @@ def run_lifecycle(
     clock: Clock,
     faulty: FaultyModel,
     thread_id: str | None = None,
+    resource_id: str = "u1",
     turns: tuple[int, int] = (8, 15),
 ) -> Lifecycle:
     """Drive one seed through ``door`` and check the invariant after every step."""
     rng = random.Random(seed)
     thread = thread_id or f"lc-{door}-{seed}-{uuid.uuid4().hex[:6]}"
     cfg = memory.config
-    limit = int(cfg.reflection.observation_tokens_abs * cfg.reflection.block_after)
+    limit = cfg.reflection.block_after_tokens
     checker = LifecycleChecker(limit)
     done = Lifecycle()
-    step = _door_step(memory, door, thread)
+    step = _door_step(memory, door, thread, resource_id)
     window: list[BaseMessage] = []
     for turn in range(rng.randrange(*turns)):
         clock.now += timedelta(minutes=rng.choice([1, 1, 2, 30]))
@@ -177,11 +204,26 @@ def run_lifecycle(
         except Exception as exc:  # failure_policy="continue": no turn may raise
             raise AssertionError(f"{where}: the turn raised {type(exc).__name__}: {exc}") from exc
         checker.check(
-            archive=memory.archived_messages(thread), window=window, record=record, where=where
+            archive=memory.archived_messages(thread),
+            window=window,
+            record=record,
+            where=where,
+            shown=shown_tokens(memory, record),
         )
     done.steps = checker.steps
     done.faults.extend(faulty.faults)
     return done
+
+
+def shown_tokens(memory: ObservationalMemory, record: Any) -> int:
+    """Tokens of the observations the memory context shows the agent for ``record``."""
+    text = "\n" + memory.render(record).text
+    opening = f"\n{OBSERVATIONS_OPEN}\n"  # the block's own line, not the preamble's mention
+    if opening not in text:
+        return 0
+    body = text.split(opening, 1)[1].rsplit(f"\n{OBSERVATIONS_CLOSE}", 1)[0]
+    lines = [line for line in body.splitlines() if not line.startswith(("[", "## Group"))]
+    return get_default_counter().count_text("\n".join(lines).strip())
 
 
 Step = Callable[[list[BaseMessage]], tuple[list[BaseMessage], Any]]
@@ -191,9 +233,9 @@ def _actor() -> FunctionChatModel:
     return FunctionChatModel(function=lambda m, i: f"Answer {i.index}: noted, " + "ok " * 6)
 
 
-def _door_step(memory: ObservationalMemory, door: Door, thread: str) -> Step:
+def _door_step(memory: ObservationalMemory, door: Door, thread: str, resource: str) -> Step:
     if door == "history":
-        history = ObservationalChatMessageHistory(memory, thread_id=thread, resource_id="u1")
+        history = ObservationalChatMessageHistory(memory, thread_id=thread, resource_id=resource)
 
         def history_step(batch: list[BaseMessage]) -> tuple[list[BaseMessage], Any]:
             history.add_messages(batch)
@@ -217,7 +259,7 @@ def _door_step(memory: ObservationalMemory, door: Door, thread: str) -> Step:
         builder.add_edge("model", END)
         add_observational_memory(builder, memory)
         app = builder.compile(checkpointer=memory.checkpointer, store=memory.store)
-    config = {"configurable": {"thread_id": thread, "resource_id": "u1"}}
+    config = {"configurable": {"thread_id": thread, "resource_id": resource}}
 
     def graph_step(batch: list[BaseMessage]) -> tuple[list[BaseMessage], Any]:
         app.invoke({"messages": batch}, config)

@@ -30,6 +30,7 @@ plan or wish ("will", "plans to", "looking forward to", …) for a date already 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
@@ -57,6 +58,8 @@ __all__ = [
     "RANGES_NOTE",
     "MemoryContext",
     "annotate_relative_time",
+    "bounded_groups",
+    "hidden_note",
     "render_memory",
 ]
 
@@ -149,6 +152,8 @@ def render_memory(
     recall_instructions: str | None = None,
     timezone: str | None = None,
     show_ranges: bool | None = None,
+    max_observation_tokens: int | None = None,
+    count: Callable[[str], int] | None = None,
 ) -> MemoryContext:
     """Render a record as the memory context for the agent's model.
 
@@ -160,11 +165,19 @@ def render_memory(
         timezone: IANA zone used to decide what "today" is; defaults to the record's zone
             (a naive ``now`` is UTC; an unknown zone counts as UTC).
         show_ranges: show ``## Group`` headings with ``_range`` (defaults to ``retrieval``).
+        max_observation_tokens: the most observation tokens shown (the reflection's
+            ``block_after``); a log above it while its reflection keeps failing is shown from
+            its newest groups (:func:`bounded_groups`), the stored log stays whole.
+        count: token counter for ``max_observation_tokens`` (without one, the groups' stored
+            ``tokens``).
 
     Returns:
         The context; empty (no blocks) when the record has no groups and no hints.
     """
     groups = record["groups"]
+    hidden = 0
+    if max_observation_tokens is not None:
+        groups, hidden = bounded_groups(groups, max_observation_tokens, count)
     hints_block = _render_hints(record)
     if not groups and not hints_block:
         return MemoryContext(blocks=[])
@@ -185,6 +198,8 @@ def render_memory(
         if ranges:
             body = _group_heading(group) + "\n\n" + body
         if index == 0:
+            if hidden:
+                body = hidden_note(hidden) + "\n\n" + body
             body = OBSERVATIONS_OPEN + "\n" + body
         blocks.append(body)
     if groups:
@@ -192,6 +207,55 @@ def render_memory(
     if hints_block:
         blocks.append(hints_block)
     return MemoryContext(blocks=blocks)
+
+
+def hidden_note(lines: int) -> str:
+    """The line shown where older observations were left out of the memory context."""
+    return f"[{lines} older observation lines are not shown while the log is condensed]"
+
+
+def bounded_groups(
+    groups: Sequence[ObservationGroup], max_tokens: int, count: Callable[[str], int] | None
+) -> tuple[list[ObservationGroup], int]:
+    """The newest groups whose observations fit ``max_tokens``, and how many lines were left out.
+
+    The memory context stays bounded even while reflections fail (the stored log keeps
+    everything and the next reflection condenses it all). When the newest group alone is too
+    large, its newest lines that fit are shown (its first ``Date:`` header kept).
+    """
+    sizes = [count(g["text"]) if count else int(g.get("tokens") or 0) for g in groups]
+    if sum(sizes) <= max_tokens:
+        return list(groups), 0
+    kept: list[ObservationGroup] = []
+    total = 0
+    for group, size in zip(reversed(groups), reversed(sizes), strict=True):
+        if total + size > max_tokens:
+            break
+        kept.append(group)
+        total += size
+    kept.reverse()
+    hidden = sum(_bullets(g["text"]) for g in groups[: len(groups) - len(kept)])
+    if kept:
+        return kept, hidden
+    newest = groups[-1]
+    lines = newest["text"].strip().splitlines()
+    measure = count or (lambda text: len(text) // 3 + 1)
+    start = len(lines) - 1
+    while start > 0 and measure("\n".join(lines[start - 1 :])) <= max_tokens:
+        start -= 1
+    header = next((line for line in lines[:start] if line.startswith("Date:")), None)
+    shown = ([header] if header and not lines[start].startswith("Date:") else []) + lines[start:]
+    hidden += sum(1 for line in lines[:start] if line.strip() and not line.startswith("Date:"))
+    cut: ObservationGroup = {
+        **newest,
+        "text": "\n".join(shown),
+        "tokens": measure("\n".join(shown)),
+    }
+    return [cut], hidden
+
+
+def _bullets(text: str) -> int:
+    return sum(1 for line in text.splitlines() if line.strip() and not line.startswith("Date:"))
 
 
 def _today(now: datetime, timezone: str | None) -> date:

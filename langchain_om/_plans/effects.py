@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
 from langchain_core.messages import BaseMessage
-from langgraph.store.base import BaseStore, Op, PutOp
+from langgraph.store.base import BaseStore, GetOp, Op, PutOp, SearchOp
 
-from langchain_om._core.sanitize import sanitize_value
+from langchain_om._core.sanitize import sanitize_text, sanitize_value
 
 logger = logging.getLogger("langchain_om")
 
@@ -140,17 +140,28 @@ class Executor:
 
 
 def storable(ops: Sequence[Op]) -> list[Op]:
-    """``ops`` with NUL and lone surrogates in every put value replaced by visible markers.
+    """``ops`` with NUL and lone surrogates replaced by visible markers.
 
     PostgreSQL rejects NUL (``U+0000``) and no UTF-8 store can hold a lone surrogate; replacing
-    them here (:mod:`~langchain_om._core.sanitize`) lets every store accept the same messages.
+    them here (:mod:`~langchain_om._core.sanitize`) lets every store accept the same messages
+    and ids. Put values and keys, get keys and search filters are all replaced the same way,
+    so a key or filter names what was stored (namespaces are label-encoded already).
     """
     out: list[Op] = []
     for op in ops:
-        if isinstance(op, PutOp) and op.value is not None:
-            value, changed = sanitize_value(op.value)
+        if isinstance(op, PutOp):
+            value, changed = sanitize_value(op.value) if op.value is not None else (None, False)
+            key = sanitize_text(op.key)
+            if changed or key != op.key:
+                op = op._replace(key=key, value=value)
+        elif isinstance(op, GetOp):
+            key = sanitize_text(op.key)
+            if key != op.key:
+                op = op._replace(key=key)
+        elif isinstance(op, SearchOp) and op.filter:
+            flt, changed = sanitize_value(op.filter)
             if changed:
-                op = op._replace(value=value)
+                op = op._replace(filter=flt)
         out.append(op)
     return out
 

@@ -1,9 +1,11 @@
 """The lifecycle invariant on real storage: SQLite files and PostgreSQL, every front door.
 
-Each seed drives a short conversation (8-12 turns) through one front door while the models
+Each seed drives a short conversation (6-8 turns) through one front door while the models
 misbehave and the user sends hostile messages (see :mod:`tests.lifecycle`); after every step
-the invariant is checked. SQLite runs on files in ``tmp_path``; PostgreSQL uses
-``PostgresSaver`` + ``PostgresStore`` (required in CI, skipped locally without a server).
+the invariant is checked. Thread and resource ids are odd on purpose (dots, NUL, slashes,
+spaces, unicode, e-mail addresses, 500 characters). SQLite runs on files in ``tmp_path``;
+PostgreSQL uses ``PostgresSaver`` + ``PostgresStore`` (required in CI, skipped locally without
+a server). Each store runs :data:`SEEDS_PER_STORE` seeds, split over the three front doors.
 """
 
 from __future__ import annotations
@@ -11,51 +13,38 @@ from __future__ import annotations
 import os
 import random
 import uuid
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
-from langgraph.store.base import InvalidNamespaceError
 
 from langchain_om import ObservationalMemory
 from tests.helpers import Clock
-from tests.lifecycle import DOORS, OPTIONS, Door, FaultyModel, run_lifecycle
+from tests.lifecycle import DOORS, OPTIONS, Door, FaultyModel, odd_id, run_lifecycle
 
-SQLITE_SEEDS = 30
-POSTGRES_SEEDS = 30
+SEEDS_PER_STORE = int(os.environ.get("LC_SEEDS", "201"))
+TURNS = (6, 9)
+LIFECYCLE_OPTIONS: dict[str, Any] = {**OPTIONS, "reflection": {"observation_tokens": 200}}
+"""A smaller log than the unit lifecycle's, so short seeds reflect too."""
 URL = os.environ.get("LANGCHAIN_OM_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+Store = Literal["sqlite", "postgres"]
 
-
-def _seed_memory(seed: int, **storage: Any) -> tuple[ObservationalMemory, Clock, FaultyModel]:
-    clock = Clock()
-    faulty = FaultyModel(random.Random(seed), rate=0.4)
-    memory = ObservationalMemory(
-        model=faulty.model(), clock=clock, sleep=lambda s: None, **storage, **OPTIONS
-    )
-    return memory, clock, faulty
-
-
-@pytest.mark.parametrize("door", DOORS)
-def test_lifecycle_on_sqlite_files(door: Door, tmp_path: Path) -> None:
-    faults: set[str] = set()
-    for seed in range(SQLITE_SEEDS):
-        clock = Clock()
-        faulty = FaultyModel(random.Random(seed), rate=0.4)
-        memory = ObservationalMemory.from_sqlite(
-            str(tmp_path / f"{door}-{seed}.db"),
-            model=faulty.model(),
-            clock=clock,
-            sleep=lambda s: None,
-            **OPTIONS,
-        )
-        try:
-            done = run_lifecycle(memory, door, seed, clock=clock, faulty=faulty, turns=(8, 12))
-        finally:
-            memory.close()
-        faults.update(done.faults)
-    assert {"observer:empty", "observer:429", "user:nul", "user:poison"} <= faults
+FAULTS_SEEN = {
+    "observer:empty",
+    "observer:echo",
+    "observer:oversized",
+    "observer:429",
+    "user:nul",
+    "user:surrogate",
+    "user:poison",
+    "user:forged",
+    "user:dangling-call",
+    "reflector:one-line",
+    "reflector:looping",
+}
 
 
 @pytest.fixture(scope="module")
@@ -75,37 +64,84 @@ def postgres() -> Iterator[tuple[Any, Any]]:
         yield saver, store
 
 
-@pytest.mark.postgres
-@pytest.mark.parametrize("door", DOORS)
-def test_lifecycle_on_postgres(door: Door, postgres: tuple[Any, Any]) -> None:
-    saver, store = postgres
-    faults: set[str] = set()
-    for seed in range(POSTGRES_SEEDS):
-        memory, clock, faulty = _seed_memory(10_000 + seed, store=store, checkpointer=saver)
-        thread = f"lcpg-{door}-{seed}-{uuid.uuid4().hex[:8]}"
-        done = run_lifecycle(
-            memory, door, 10_000 + seed, clock=clock, faulty=faulty, thread_id=thread, turns=(8, 12)
-        )
+def _sqlite(tmp_path: Path) -> Callable[[int, dict[str, Any]], ObservationalMemory]:
+    def open_memory(seed: int, kwargs: dict[str, Any]) -> ObservationalMemory:
+        return ObservationalMemory.from_sqlite(str(tmp_path / f"lc-{seed}.db"), **kwargs)
+
+    return open_memory
+
+
+def _postgres(saver: Any, store: Any) -> Callable[[int, dict[str, Any]], ObservationalMemory]:
+    def open_memory(seed: int, kwargs: dict[str, Any]) -> ObservationalMemory:
+        return ObservationalMemory(store=store, checkpointer=saver, **kwargs)
+
+    return open_memory
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("store", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_lifecycle_on_real_storage(
+    store: Store, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if store == "postgres":
+        saver, pg_store = request.getfixturevalue("postgres")
+        open_memory = _postgres(saver, pg_store)
+    else:
+        open_memory = _sqlite(tmp_path)
+    faults: Counter[str] = Counter()
+    steps = 0
+    base = 0 if store == "sqlite" else 50_000
+    run = uuid.uuid4().hex[:6]  # a shared PostgreSQL keeps earlier runs' threads
+    for index in range(SEEDS_PER_STORE):
+        seed = base + index
+        door: Door = DOORS[index % len(DOORS)]
+        clock = Clock()
+        faulty = FaultyModel(random.Random(seed), rate=0.4)
+        kwargs = {
+            "model": faulty.model(),
+            "clock": clock,
+            "sleep": lambda s: None,
+            **LIFECYCLE_OPTIONS,
+        }
+        memory = open_memory(seed, kwargs)
+        # NUL cannot sit in a PostgreSQL checkpointer's text column (the graph doors' thread).
+        nul = store == "sqlite" or door == "history"
+        thread = odd_id(seed, f"t{run}-", nul=nul)
+        resource = odd_id(seed + 3, f"r{run}-", nul=nul)
+        try:
+            done = run_lifecycle(
+                memory,
+                door,
+                seed,
+                clock=clock,
+                faulty=faulty,
+                thread_id=thread,
+                resource_id=resource,
+                turns=TURNS,
+            )
+            if store == "postgres":
+                memory.forget(thread_id=thread, resource_id=resource)
+                if door != "history":
+                    pg_saver = memory.checkpointer
+                    assert pg_saver is not None
+                    pg_saver.delete_thread(thread)
+        finally:
+            memory.close()
         faults.update(done.faults)
-        memory.forget(thread_id=thread, resource_id="u1")
-        saver.delete_thread(thread)
-    assert {"user:nul", "user:surrogate"} <= faults
+        steps += done.steps
+    print(f"{store}: {SEEDS_PER_STORE} seeds, {steps} steps checked, faults {dict(faults)}")
+    assert steps >= SEEDS_PER_STORE * TURNS[0]
+    assert FAULTS_SEEN <= set(faults), FAULTS_SEEN - set(faults)
 
 
 def test_odd_ids_on_sqlite(tmp_path: Path) -> None:
-    """Dots and email addresses as ids; they need the store-namespace label encoding."""
+    """Dots and email addresses as ids work on a SQLite file (store-namespace labels)."""
     memory = ObservationalMemory.from_sqlite(
         str(tmp_path / "odd.db"), model=FaultyModel(random.Random(0), rate=0.0).model(), **OPTIONS
     )
     try:
         turn = [HumanMessage("I live in Porto. " * 40, id="h1"), AIMessage("Noted.", id="a1")]
-        try:
-            memory.add_messages("ana.silva@acme.eu", turn, resource_id="acme.eu")
-        except InvalidNamespaceError:
-            pytest.skip(
-                "store namespaces on this branch reject '.' in ids: depends on the label "
-                "encoding of thread and resource ids in store namespaces (isolation work)"
-            )
+        memory.add_messages("ana.silva@acme.eu", turn, resource_id="acme.eu")
         memory.observe(thread_id="ana.silva@acme.eu", resource_id="acme.eu")
         assert [m.id for m in memory.archived_messages("ana.silva@acme.eu")] == ["h1", "a1"]
     finally:

@@ -121,3 +121,35 @@ def test_a_mixed_log_keeps_the_full_requirement() -> None:
     log = _critical_log(5) + "\n" + "\n".join(f"* 🟡 (10:00) chatter {i} " * 6 for i in range(40))
     tokens = COUNTER.count_text(log)
     assert required_retention(log, input_tokens=tokens, target_tokens=tokens // 3) == MIN_RETENTION
+
+
+# ------------------------------------ the memory context stays bounded while reflections fail
+
+
+def test_a_log_above_block_after_is_shown_from_its_newest_groups() -> None:
+    memory = make_memory(
+        observation={"message_tokens": 60, "buffer_tokens": False},
+        reflection={"observation_tokens": 200, "block_after": 1.2},
+        model=FunctionChatModel(
+            function=lambda messages, info: (
+                (
+                    "<observations>\nDate: Nov 30, 2026\n"
+                    + "\n".join(f"* 🔴 (09:00) User fact {info.index}-{i} kept" for i in range(6))
+                    + "\n</observations>"
+                )
+                if "## Observations to Condense" not in messages[-1].text
+                else ""
+            )  # every reflection fails: the log is never condensed
+        ),
+    )
+    for i in range(12):
+        memory.add_messages("b", [HumanMessage(f"fact {i} " * 30, id=f"h{i}")])
+    record = memory.status(thread_id="b").record
+    assert record is not None and record["observation_tokens"] > 240  # nothing was lost
+    text = memory.render(record).text
+    body = text.split("\n<observations>\n", 1)[1].rsplit("\n</observations>", 1)[0]
+    assert "older observation lines are not shown" in body
+    shown = [line for line in body.splitlines() if line.startswith("* ")]
+    assert COUNTER.count_text("\n".join(shown)) <= 240
+    newest = record["groups"][-1]["text"].splitlines()[-1]
+    assert newest in body  # the newest observations are the ones shown
