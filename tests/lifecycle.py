@@ -173,7 +173,7 @@ def run_lifecycle(
     limit = cfg.reflection.block_after_tokens
     checker = LifecycleChecker(limit)
     done = Lifecycle()
-    step = _door_step(memory, door, thread, resource_id)
+    step = door_step(memory, door, thread, resource_id)
     window: list[BaseMessage] = []
     for turn in range(rng.randrange(*turns)):
         clock.now += timedelta(minutes=rng.choice([1, 1, 2, 30]))
@@ -233,7 +233,7 @@ def _actor() -> FunctionChatModel:
     return FunctionChatModel(function=lambda m, i: f"Answer {i.index}: noted, " + "ok " * 6)
 
 
-def _door_step(memory: ObservationalMemory, door: Door, thread: str, resource: str) -> Step:
+def door_step(memory: ObservationalMemory, door: Door, thread: str, resource: str) -> Step:
     if door == "history":
         history = ObservationalChatMessageHistory(memory, thread_id=thread, resource_id=resource)
 
