@@ -74,3 +74,12 @@ def with_success(record: OMRecord) -> OMRecord:
     out = dict(record)
     out.pop(BACKOFF_KEY, None)
     return cast(OMRecord, out)
+
+
+def with_backoff(record: OMRecord, state: Mapping[str, Any] | None) -> OMRecord:
+    """``record`` carrying ``state`` as its backoff (unchanged when ``state`` is empty)."""
+    if not state:
+        return record
+    out = dict(record)
+    out[BACKOFF_KEY] = dict(state)
+    return cast(OMRecord, out)

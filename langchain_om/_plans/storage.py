@@ -98,6 +98,21 @@ def reflection_ns(thread_id: str) -> tuple[str, ...]:
     return (ROOT, "reflection", thread_label(thread_id))
 
 
+def backoff_ns(thread_id: str) -> tuple[str, ...]:
+    """Namespace of a thread's observation backoff kept across raised turns (key ``"current"``)."""
+    return (ROOT, "backoff", thread_label(thread_id))
+
+
+def backoff_get_op(thread_id: str) -> GetOp:
+    """Get op for the observation backoff a raised turn left (``failure_policy="raise"``)."""
+    return GetOp(backoff_ns(thread_id), "current")
+
+
+def backoff_put_op(thread_id: str, state: Mapping[str, Any] | None) -> PutOp:
+    """Put op storing (``None``: deleting) a thread's observation backoff."""
+    return PutOp(backoff_ns(thread_id), "current", dict(state) if state else None, index=False)
+
+
 MAX_CHUNKS = 10_000
 """Most buffered chunks read for a thread."""
 
@@ -603,6 +618,7 @@ def forget_plan(thread_id: str, resource_id: str | None) -> Plan[None]:
         msgindex_ns(thread_id),
         buffer_ns(thread_id),
         reflection_ns(thread_id),
+        backoff_ns(thread_id),
     ):
         while True:
             (items,) = yield StoreBatch([SearchOp(ns, limit=FORGET_PAGE)])

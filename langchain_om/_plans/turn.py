@@ -51,9 +51,17 @@ from langchain_om._plans.cycles import (
     reflect_plan,
     status_event,
 )
-from langchain_om._plans.damping import backoff_gate, with_failure, with_success
+from langchain_om._plans.damping import (
+    backoff_gate,
+    backoff_state,
+    with_backoff,
+    with_failure,
+    with_success,
+)
 from langchain_om._plans.effects import AwaitBackground, Plan, StoreBatch
 from langchain_om._plans.storage import (
+    backoff_get_op,
+    backoff_put_op,
     buffered_read_ops,
     chunk_delete_ops,
     reflection_delete_op,
@@ -400,8 +408,11 @@ def _observe_due(step: _Step) -> Plan[None]:
     if not (forced or step.trigger_tokens >= sync_at):
         return
     block_after = env.config.observation.block_after_tokens
+    raising = env.config.observation.failure_policy == "raise"
+    stored = (yield from _raised_backoff(step)) if raising else None
     if not forced:
-        gate = backoff_gate(out.record, now=step.now, tokens=step.tokens, block_after=block_after)
+        gate_record = with_backoff(out.record, stored)
+        gate = backoff_gate(gate_record, now=step.now, tokens=step.tokens, block_after=block_after)
         if gate.action == "wait":
             return
         if gate.action == "fail":
@@ -416,18 +427,33 @@ def _observe_due(step: _Step) -> Plan[None]:
     try:
         out.record = yield from observe_plan(env, inp, out.record, batch)
     except CycleFailedError as exc:
-        out.record = with_failure(
-            out.record, exc, now=step.now, reason=failure_reason(exc.__cause__ or exc)
+        failed = with_failure(
+            with_backoff(out.record, stored),
+            exc,
+            now=step.now,
+            reason=failure_reason(exc.__cause__ or exc),
         )
-        if env.config.observation.failure_policy == "raise":
+        if raising:
+            # The turn raises, so its state is not saved: keep the backoff in the store.
+            yield StoreBatch([backoff_put_op(inp.thread_id, backoff_state(failed))])
             raise
+        out.record = failed
         out.errors.append(exc)
         return
+    if stored:
+        yield StoreBatch([backoff_put_op(inp.thread_id, None)])
     out.record = with_success(out.record)
     out.removed.extend(batch)
     out.window = out.window[cut:]
     out.observed = True
     step.recount()
+
+
+def _raised_backoff(step: _Step) -> Plan[Mapping[str, Any] | None]:
+    """The backoff an earlier turn that raised left in the store (``failure_policy="raise"``)."""
+    (item,) = yield StoreBatch([backoff_get_op(step.inp.thread_id)])
+    value = item.value if item is not None else None
+    return value if isinstance(value, Mapping) and value else None
 
 
 def _sync_cut(step: _Step, *, observe_pending: bool) -> int:

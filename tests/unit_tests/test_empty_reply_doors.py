@@ -17,7 +17,7 @@ from langchain_om import ObservationalMemory
 from langchain_om.events import OMEvent
 from langchain_om.testing import FunctionChatModel
 from tests.helpers import FIXED, archived_ids, visible_messages
-from tests.lifecycle import door_step
+from tests.lifecycle import Step, door_step
 
 ECHO = "## Your Task\nExtract observations from the new messages.\n## New Messages to Observe\n"
 REPLIES = {"empty": "", "empty-block": "<observations>\n</observations>", "echo": ECHO}
@@ -58,12 +58,14 @@ def _turn(i: int, door: str) -> list[BaseMessage]:
 def test_a_bad_reply_archives_nothing(kind: str, door: str, buffering: bool) -> None:
     events: list[OMEvent] = []
     memory = _memory(REPLIES[kind], buffering=buffering, events=events)
+    step: Step
     if door == "standalone":
 
-        def step(batch: list[BaseMessage]) -> tuple[list[BaseMessage], Any]:
+        def standalone(batch: list[BaseMessage]) -> tuple[list[BaseMessage], Any]:
             snap = memory.add_messages("t", batch)
             return list(snap.window), snap.record
 
+        step = standalone
     else:
         step = door_step(memory, door, "t", "u")  # type: ignore[arg-type]
     sent: list[str] = []
