@@ -501,39 +501,59 @@ def call_observer(
     )
 
 
-def observe_in_parts(cycle: Cycle, batch: Sequence[BaseMessage]) -> Plan[ObserverOutput]:
+PART_MARGIN = 0.8
+"""Share of a tier's room a part aims for (the rendered input is larger than its messages)."""
+
+MAX_SPLIT_DEPTH = 4
+"""How often a part that still does not fit is split again (with a smaller budget)."""
+
+
+def observe_in_parts(
+    cycle: Cycle,
+    batch: Sequence[BaseMessage],
+    *,
+    message_max_tokens: int | None = None,
+    depth: int = 0,
+) -> Plan[ObserverOutput]:
     """:func:`call_observer` on ``batch``; above every model tier, on parts that fit one.
 
     When the Observer's input is larger than the largest ``ModelByInputTokens`` tier, the
     batch is split at safe cut points (:func:`~langchain_om._core.window.split_batch`) into
-    parts that fit, each observed in turn; the observations are joined in order and the hints
-    of the last part win.
+    parts aiming at :data:`PART_MARGIN` of the room the tier leaves, each observed in turn (a
+    part that still does not fit is split again, a single message is cut in the middle); the
+    observations are joined in order and the hints of the last part win.
 
     Raises:
         ModelTierExceededError: even the prompt without messages is above the largest tier.
         ObserverOutputError: a part's replies were rejected.
     """
-    try:
-        return (yield from call_observer(cycle, batch))
-    except ModelTierExceededError as exc:
-        overhead = max(0, exc.input_tokens - cycle.tokens)
-        budget = exc.largest_tier - overhead
-        if budget < 64 or len(batch) < 1:
-            raise
     counter = cycle.env.counter
+    try:
+        return (yield from call_observer(cycle, batch, message_max_tokens=message_max_tokens))
+    except ModelTierExceededError as exc:
+        overhead = max(0, exc.input_tokens - counter.count_messages(batch))
+        budget = int((exc.largest_tier - overhead) * PART_MARGIN)
+        if budget < 64 or not batch or depth >= MAX_SPLIT_DEPTH:
+            raise
     ends = split_batch(batch, [counter.count_messages([m]) for m in batch], budget)
     outputs: list[ObserverOutput] = []
     start = 0
     for end in ends:
-        part = batch[start:end]
-        start = end
-        outputs.append((yield from call_observer(cycle, part, message_max_tokens=budget // 2)))
-    last = outputs[-1]
+        part, start = batch[start:end], end
+        clip = budget // 2 if len(ends) == 1 or len(part) == 1 else message_max_tokens
+        outputs.append(
+            (yield from observe_in_parts(cycle, part, message_max_tokens=clip, depth=depth + 1))
+        )
+    return _joined(outputs)
+
+
+def _joined(outputs: Sequence[ObserverOutput]) -> ObserverOutput:
+    """The outputs of consecutive parts as one (observations in order, the last hints)."""
     extracted: dict[str, str] = {}
     for out in outputs:
         extracted.update(out.extracted)
     return replace(
-        last,
+        outputs[-1],
         observations="\n".join(o.observations.strip() for o in outputs if o.observations.strip()),
         extracted=extracted,
         raw="\n\n".join(o.raw for o in outputs),
