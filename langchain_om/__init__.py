@@ -24,8 +24,9 @@ Public API:
 
 from __future__ import annotations
 
+from langchain_om._core.callable_tokens import CallableTokenCounter, as_token_counter
 from langchain_om._core.render import MemoryContext
-from langchain_om._core.tokens import CallableTokenCounter, TokenCounter, as_token_counter
+from langchain_om._core.tokens import TokenCounter
 from langchain_om._core.types import OMRecord
 from langchain_om._plans.types import TurnOutcome
 from langchain_om._version import __version__

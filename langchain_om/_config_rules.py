@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Literal, cast
+from typing import Any, Literal, cast, get_args
 
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
@@ -217,6 +217,14 @@ def check_rule(test: Callable[[Any], bool], expected: str, fix: str) -> BeforeVa
         return value
 
     return BeforeValidator(validate)
+
+
+def one_of(choices: Any, fix: str) -> BeforeValidator:
+    """Validator of a ``Literal`` option: its values pass, any other is rejected, naming them."""
+    values = get_args(choices)
+    quoted = [repr(v) for v in values]
+    expected = " or ".join([", ".join(quoted[:-1]), quoted[-1]] if len(quoted) > 1 else quoted)
+    return check_rule(lambda v: v in values, expected, fix)
 
 
 def attachments_rule(value: Any) -> Any:

@@ -16,16 +16,7 @@ from __future__ import annotations
 
 import logging
 
-from langchain_om.events import (
-    ActivationEvent,
-    BufferingEndEvent,
-    BufferingFailedEvent,
-    BufferingStartEvent,
-    ObservationEndEvent,
-    ObservationFailedEvent,
-    ObservationStartEvent,
-    OMEvent,
-)
+from langchain_om import events
 
 cycles_logger = logging.getLogger("langchain_om.cycles")
 
@@ -38,12 +29,12 @@ def clip_error(text: str) -> str:
     return line if len(line) <= _ERROR_CHARS else line[: _ERROR_CHARS - 1] + "…"
 
 
-def log_event(event: OMEvent) -> None:
+def log_event(event: events.OMEvent) -> None:
     """Log ``event`` on ``langchain_om.cycles`` at its level (status events are not logged)."""
     log = cycles_logger
-    if isinstance(event, ObservationFailedEvent | BufferingFailedEvent):
-        retrying = isinstance(event, ObservationFailedEvent) and event.retrying
-        kind = "background " if isinstance(event, BufferingFailedEvent) else ""
+    if isinstance(event, events.ObservationFailedEvent | events.BufferingFailedEvent):
+        retrying = isinstance(event, events.ObservationFailedEvent) and event.retrying
+        kind = "background " if isinstance(event, events.BufferingFailedEvent) else ""
         log.log(
             logging.INFO if retrying else logging.WARNING,
             "%s%s %s failed for thread %r after %d ms (%d tokens attempted%s): %s",
@@ -56,7 +47,7 @@ def log_event(event: OMEvent) -> None:
             "; retrying" if retrying else "; nothing was removed",
             clip_error(event.error),
         )
-    elif isinstance(event, ObservationEndEvent):
+    elif isinstance(event, events.ObservationEndEvent):
         log.info(
             "%s %s done for thread %r in %d ms: %d input tokens, log now %d tokens (%s)",
             event.operation_type,
@@ -67,7 +58,7 @@ def log_event(event: OMEvent) -> None:
             event.observation_tokens,
             event.trigger,
         )
-    elif isinstance(event, BufferingEndEvent):
+    elif isinstance(event, events.BufferingEndEvent):
         log.info(
             "background %s %s buffered for thread %r in %d ms: %d input tokens -> %d tokens",
             event.operation_type,
@@ -77,7 +68,7 @@ def log_event(event: OMEvent) -> None:
             event.tokens_buffered,
             event.buffered_tokens,
         )
-    elif isinstance(event, ActivationEvent):
+    elif isinstance(event, events.ActivationEvent):
         log.info(
             "%s activated for thread %r (%s): %d chunks, %d messages left the window, "
             "log now %d tokens",
@@ -88,10 +79,10 @@ def log_event(event: OMEvent) -> None:
             event.messages_activated,
             event.observation_tokens,
         )
-    elif isinstance(event, ObservationStartEvent | BufferingStartEvent):
+    elif isinstance(event, events.ObservationStartEvent | events.BufferingStartEvent):
         tokens = (
             event.tokens_to_observe
-            if isinstance(event, ObservationStartEvent)
+            if isinstance(event, events.ObservationStartEvent)
             else event.tokens_to_buffer
         )
         log.debug(

@@ -12,16 +12,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, NotRequired, Required, TypedDict, TypeVar, Unpack
+from typing import Any, Literal, Unpack
 
-from langchain_core.messages import (
-    BaseMessage,
-    MessageLikeRepresentation,
-    SystemMessage,
-    convert_to_messages,
-)
+from langchain_core.messages import BaseMessage, MessageLikeRepresentation
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
@@ -29,17 +23,24 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langchain_om._actor import ActorEnvs
+from langchain_om._core.callable_tokens import MessageCounter, as_token_counter
 from langchain_om._core.dates import iso
 from langchain_om._core.recall import recall_instructions
 from langchain_om._core.record import check_owner, coerce_record, new_record
 from langchain_om._core.render import MemoryContext, render_memory
-from langchain_om._core.tokens import MessageCounter, TokenCounter, as_token_counter
+from langchain_om._core.tokens import TokenCounter
 from langchain_om._core.types import OMRecord
+from langchain_om._engine_io import (
+    EndTurnOptions,
+    Runs,
+    StepOptions,
+    ThreadSnapshot,
+    as_messages,
+    context_messages,
+)
 from langchain_om._logging import log_event
 from langchain_om._plans.background import Background
-from langchain_om._plans.cycles import status_event
-from langchain_om._plans.effects import Executor, Plan, run_async, run_sync
-from langchain_om._plans.graph_state import merge_memory
+from langchain_om._plans.effects import Executor, Plan
 from langchain_om._plans.standalone import StandaloneRequest, ThreadState, load_plan, step_plan
 from langchain_om._plans.storage import (
     after_migration,
@@ -47,24 +48,13 @@ from langchain_om._plans.storage import (
     forget_plan,
     thread_ids_plan,
 )
-from langchain_om._plans.turn import (
-    idle_plan,
-    sync_observation_due,
-    sync_reflection_due,
-    turn_plan,
-)
-from langchain_om._plans.types import (
-    TurnEnv,
-    TurnInput,
-    TurnOutcome,
-    require_thread_id,
-)
+from langchain_om._plans.turn import idle_plan, sync_observation_due, sync_reflection_due, turn_plan
+from langchain_om._plans.types import TurnEnv, TurnInput, TurnOutcome, require_thread_id
 from langchain_om._role_models import RoleModels
 from langchain_om._spec_check import check_engine_args
 from langchain_om.config import ObservationalMemoryConfig
-from langchain_om.display import render_html
-from langchain_om.errors import OMConfigError, OMUsageError
-from langchain_om.events import OMEvent, StatusEvent
+from langchain_om.errors import OMConfigError
+from langchain_om.events import OMEvent
 from langchain_om.extractors import check_extractors
 from langchain_om.locks import LocalThreadLock, SqliteThreadLock, ThreadLock, hold_async
 from langchain_om.retry import RetryPolicy
@@ -73,67 +63,7 @@ from langchain_om.tools import create_recall_tool
 
 logger = logging.getLogger("langchain_om")
 
-_WithJobs = TypeVar("_WithJobs", TurnOutcome, ThreadState)
-
 __all__ = ["EndTurnOptions", "ObservationalMemory", "StepOptions", "ThreadSnapshot"]
-
-
-class StepOptions(TypedDict, total=False):
-    """Optional arguments of :meth:`ObservationalMemory.step`."""
-
-    record: OMRecord | dict[str, Any] | None
-    """The thread's OM record (``None`` starts a new one)."""
-    resource_id: str | None
-    step_number: int
-    """Model calls already made in this turn (for ``data-om-status``)."""
-    emit: Callable[[OMEvent], None] | None
-    """Also send this step's events here (e.g. LangGraph's stream writer)."""
-    observe: bool
-    """Allow activation, synchronous observation and buffering (default ``True``)."""
-    reflect: bool
-    """Allow reflection (default ``True``)."""
-    actor_model: Any
-    """The agent's chat model, or its ``provider/model`` id: image and file estimates, the
-    ``"auto"`` idle TTL, provider change, and fractional thresholds (from the model's profile)."""
-    sync_cycles: bool
-    """Allow synchronous Observer/Reflector calls (the graph gate leaves them to nodes)."""
-    emit_status: bool
-    """Emit ``data-om-status`` (default ``True``)."""
-    context_overflow: bool
-    """The agent's model call overflowed its context window: observe now whatever the
-    thresholds (buffered observations first, the current turn kept) and emit
-    ``data-om-context-overflow``."""
-
-
-class EndTurnOptions(TypedDict):
-    """Arguments of :meth:`ObservationalMemory.end_turn`."""
-
-    thread_id: Required[str | None]
-    """The conversation."""
-    window: Required[Sequence[MessageLikeRepresentation]]
-    """Its unobserved messages, oldest first."""
-    record: NotRequired[OMRecord | dict[str, Any] | None]
-    """The thread's OM record (``None`` starts a new one)."""
-    resource_id: NotRequired[str | None]
-
-
-@dataclass(frozen=True)
-class ThreadSnapshot:
-    """What memory holds for one thread: the record, the window and the rendered context."""
-
-    thread_id: str
-    record: OMRecord
-    window: list[BaseMessage]
-    status: StatusEvent
-    context: MemoryContext
-
-    @property
-    def observations(self) -> str:
-        """The observation log as text."""
-        return "\n\n".join(g["text"] for g in self.record["groups"])
-
-    def _repr_html_(self) -> str:
-        return render_html(self)
 
 
 class ObservationalMemory:
@@ -205,13 +135,6 @@ class ObservationalMemory:
         self._models = RoleModels(self.config, self.retry_policy, sleep)
         self._closers: list[Callable[[], None]] = []
         self._background = Background(manual=background == "manual")
-        self._thread_lock: ThreadLock = thread_lock or LocalThreadLock()
-        self._executor = Executor(
-            store=self.store,
-            call_model=self._models.call,
-            acall_model=self._models.acall,
-            background=self._background,
-        )
         base_env = TurnEnv(
             config=self.config,
             counter=self.counter,
@@ -224,6 +147,19 @@ class ObservationalMemory:
             timezone=timezone,
         )
         self._actors = ActorEnvs(base_env, actor_model)
+        executor = Executor(
+            store=self.store,
+            call_model=self._models.call,
+            acall_model=self._models.acall,
+            background=self._background,
+        )
+        self._runs = Runs(
+            executor=executor,
+            background=self._background,
+            lock=thread_lock or LocalThreadLock(),
+            env=lambda: self._env,
+            render=self.render,
+        )
         self._tools: list[BaseTool] | None = None
 
     # -- construction helpers -------------------------------------------------------------
@@ -308,7 +244,7 @@ class ObservationalMemory:
             thread_id=thread,
             resource_id=resource_id,
             record=rec,
-            window=_messages(window),
+            window=as_messages(window),
             **kwargs,
         )
 
@@ -355,7 +291,7 @@ class ObservationalMemory:
         """
         inp, env = self._step_input(thread_id, window, options)
         plan = after_migration(inp.thread_id, inp.resource_id, turn_plan(env, inp))
-        return self._start_threads(run_sync(plan, self._executor))
+        return self._runs.start_threads(self._runs.run(plan))
 
     async def astep(
         self,
@@ -367,7 +303,7 @@ class ObservationalMemory:
         """Async twin of :meth:`step`."""
         inp, env = self._step_input(thread_id, window, options)
         plan = after_migration(inp.thread_id, inp.resource_id, turn_plan(env, inp))
-        return self._start_tasks(await run_async(plan, self._executor))
+        return self._runs.start_tasks(await self._runs.arun(plan))
 
     def _idle_input(self, turn: EndTurnOptions) -> TurnInput | None:
         if not self.config.observation.buffer_on_idle:
@@ -384,29 +320,15 @@ class ObservationalMemory:
         """The agent's turn ended: with ``observation.buffer_on_idle``, buffer the rest now."""
         if (inp := self._idle_input(turn)) is not None:
             env = self._actors.record_env(inp.record)
-            self._start_threads(run_sync(idle_plan(env, inp), self._executor))
+            self._runs.start_threads(self._runs.run(idle_plan(env, inp)))
 
     async def aend_turn(self, **turn: Unpack[EndTurnOptions]) -> None:
         """Async twin of :meth:`end_turn`."""
         if (inp := self._idle_input(turn)) is not None:
             env = self._actors.record_env(inp.record)
-            self._start_tasks(await run_async(idle_plan(env, inp), self._executor))
+            self._runs.start_tasks(await self._runs.arun(idle_plan(env, inp)))
 
     # -- background work ------------------------------------------------------------------
-
-    def _start_threads(self, done: _WithJobs) -> _WithJobs:
-        """Start the background jobs a sync step asked for, on worker threads."""
-        for job in done.jobs:
-            self._background.start_thread(job.key, job.plan, self._executor)
-        done.jobs = []
-        return done
-
-    def _start_tasks(self, done: _WithJobs) -> _WithJobs:
-        """Start the background jobs an async step asked for, as tasks on the running loop."""
-        for job in done.jobs:
-            self._background.start_task(job.key, job.plan, self._executor)
-        done.jobs = []
-        return done
 
     def run_background(self) -> None:
         """Manual background mode: run the queued background jobs now, on this thread."""
@@ -526,21 +448,11 @@ class ObservationalMemory:
         (``with memory.thread_lock(tid): agent.invoke(inputs, config)``), and after a crash
         resume the thread with ``agent.invoke(None, config)`` first.
         """
-        return self._thread_lock.hold(thread_id)
+        return self._runs.lock.hold(thread_id)
 
     def athread_lock(self, thread_id: str) -> AbstractAsyncContextManager[None]:
         """Async twin of :meth:`thread_lock` (``async with``; not nested on one thread id)."""
-        return hold_async(self._thread_lock, thread_id)
-
-    def _run_standalone(self, thread_id: str, plan: Plan[ThreadState]) -> ThreadSnapshot:
-        with self._thread_lock.hold(thread_id):
-            state = run_sync(plan, self._executor)
-        return self._snapshot(thread_id, self._start_threads(state))
-
-    async def _arun_standalone(self, thread_id: str, plan: Plan[ThreadState]) -> ThreadSnapshot:
-        async with hold_async(self._thread_lock, thread_id):
-            state = await run_async(plan, self._executor)
-        return self._snapshot(thread_id, self._start_tasks(state))
+        return hold_async(self._runs.lock, thread_id)
 
     def _step_plan(
         self,
@@ -551,22 +463,9 @@ class ObservationalMemory:
         **force: Any,
     ) -> Plan[ThreadState]:
         actor, env = self._actor_env(actor_model)
-        given = _messages(messages) if messages is not None else None
+        given = as_messages(messages) if messages is not None else None
         request = StandaloneRequest(thread_id, resource_id, given, actor_model=actor, **force)
         return step_plan(env, request)
-
-    def _snapshot(self, thread_id: str, state: ThreadState) -> ThreadSnapshot:
-        status = state.status
-        if status is None:
-            env = self._env
-            status = status_event(env, state.record, env.counter.count_messages(state.window), 0)
-        return ThreadSnapshot(
-            thread_id=thread_id,
-            record=state.record,
-            window=state.window,
-            status=status,
-            context=self.render(state.record),
-        )
 
     def add_messages(
         self,
@@ -583,7 +482,7 @@ class ObservationalMemory:
         ``actor_model`` is the agent's chat model or ``provider/model``, when not the engine's.
         """
         plan = self._step_plan(thread_id, resource_id, messages, actor_model, trigger="turn-sync")
-        return self._run_standalone(thread_id, plan)
+        return self._runs.standalone(thread_id, plan)
 
     async def aadd_messages(
         self,
@@ -595,7 +494,7 @@ class ObservationalMemory:
     ) -> ThreadSnapshot:
         """Async twin of :meth:`add_messages`."""
         plan = self._step_plan(thread_id, resource_id, messages, actor_model, trigger="turn-sync")
-        return await self._arun_standalone(thread_id, plan)
+        return await self._runs.astandalone(thread_id, plan)
 
     def observe(
         self,
@@ -614,7 +513,7 @@ class ObservationalMemory:
         the Observer fails; nothing is removed then.
         """
         plan = self._step_plan(thread_id, resource_id, messages, force_observe=True)
-        return self._run_standalone(thread_id, plan)
+        return self._runs.standalone(thread_id, plan)
 
     async def aobserve(
         self,
@@ -625,17 +524,17 @@ class ObservationalMemory:
     ) -> ThreadSnapshot:
         """Async twin of :meth:`observe`."""
         plan = self._step_plan(thread_id, resource_id, messages, force_observe=True)
-        return await self._arun_standalone(thread_id, plan)
+        return await self._runs.astandalone(thread_id, plan)
 
     def reflect(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
         """Reflect now: condense the thread's observation log into a new generation."""
         plan = self._step_plan(thread_id, resource_id, None, force_reflect=True)
-        return self._run_standalone(thread_id, plan)
+        return self._runs.standalone(thread_id, plan)
 
     async def areflect(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
         """Async twin of :meth:`reflect`."""
         plan = self._step_plan(thread_id, resource_id, None, force_reflect=True)
-        return await self._arun_standalone(thread_id, plan)
+        return await self._runs.astandalone(thread_id, plan)
 
     def status(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
         """Windows, thresholds, generation and buffered state of a thread (no model call).
@@ -643,22 +542,20 @@ class ObservationalMemory:
         With ``resource_id``, raises ``OMUsageError`` when the thread belongs to another
         resource.
         """
-        return self._run_standalone(thread_id, load_plan(self._env, thread_id, resource_id))
+        return self._runs.standalone(thread_id, load_plan(self._env, thread_id, resource_id))
 
     async def astatus(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
         """Async twin of :meth:`status`."""
         plan = load_plan(self._env, thread_id, resource_id)
-        return await self._arun_standalone(thread_id, plan)
+        return await self._runs.astandalone(thread_id, plan)
 
     def forget(self, *, thread_id: str, resource_id: str | None = None) -> None:
         """Delete everything memory stored for a thread (not the graph's checkpoints)."""
-        with self._thread_lock.hold(thread_id):
-            run_sync(forget_plan(thread_id, resource_id), self._executor)
+        self._runs.locked(thread_id, forget_plan(thread_id, resource_id))
 
     async def aforget(self, *, thread_id: str, resource_id: str | None = None) -> None:
         """Async twin of :meth:`forget`."""
-        async with hold_async(self._thread_lock, thread_id):
-            await run_async(forget_plan(thread_id, resource_id), self._executor)
+        await self._runs.alocked(thread_id, forget_plan(thread_id, resource_id))
 
     def get_context(
         self,
@@ -678,7 +575,7 @@ class ObservationalMemory:
                 that take one system instruction only).
         """
         snap = self.status(thread_id=thread_id, resource_id=resource_id)
-        return _context_messages(snap, merge=merge_system_message)
+        return context_messages(snap, merge=merge_system_message)
 
     async def aget_context(
         self,
@@ -689,7 +586,7 @@ class ObservationalMemory:
     ) -> list[BaseMessage]:
         """Async twin of :meth:`get_context`."""
         snap = await self.astatus(thread_id=thread_id, resource_id=resource_id)
-        return _context_messages(snap, merge=merge_system_message)
+        return context_messages(snap, merge=merge_system_message)
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -704,36 +601,18 @@ class ObservationalMemory:
                 time travel keep their own archives); default: the standalone record, else
                 the branch the thread archived last.
         """
-        return run_sync(archived_messages_plan(thread_id, record), self._executor)
+        return self._runs.run(archived_messages_plan(thread_id, record))
 
     async def aarchived_messages(
         self, thread_id: str, *, record: OMRecord | dict[str, Any] | None = None
     ) -> list[BaseMessage]:
         """Async twin of :meth:`archived_messages`."""
-        return await run_async(archived_messages_plan(thread_id, record), self._executor)
+        return await self._runs.arun(archived_messages_plan(thread_id, record))
 
     def list_threads(self) -> list[str]:
         """Ids of the threads whose state the store keeps (standalone API), sorted."""
-        return run_sync(thread_ids_plan(), self._executor)
+        return self._runs.run(thread_ids_plan())
 
     async def alist_threads(self) -> list[str]:
         """Async twin of :meth:`list_threads`."""
-        return await run_async(thread_ids_plan(), self._executor)
-
-
-def _messages(messages: Sequence[MessageLikeRepresentation]) -> list[BaseMessage]:
-    """Messages in any form LangChain accepts: messages, ``("user", "hi")``, dicts, strings."""
-    if isinstance(messages, str | BaseMessage | dict | tuple):
-        raise OMUsageError(
-            f"messages must be a list of messages, got one {type(messages).__name__}; "
-            'wrap it in a list, e.g. messages=[("user", "hello")].'
-        )
-    return convert_to_messages(messages)
-
-
-def _context_messages(snap: ThreadSnapshot, *, merge: bool = False) -> list[BaseMessage]:
-    window = list(snap.window)
-    if merge and snap.context.blocks and window and isinstance(window[0], SystemMessage):
-        return [merge_memory(window[0], snap.context.blocks), *window[1:]]
-    head = [snap.context.to_system_message()] if snap.context.blocks else []
-    return head + list(snap.window)
+        return await self._runs.arun(thread_ids_plan())

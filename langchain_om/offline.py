@@ -30,10 +30,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+
+from langchain_om._chat_model import AnsweringChatModel
 
 __all__ = ["ExtractiveObserver", "OBSERVER_LABEL", "extractive_observer"]
 
@@ -189,7 +188,7 @@ def condense_text(log: str) -> str:
     return "\n".join(kept)
 
 
-class ExtractiveObserver(BaseChatModel):
+class ExtractiveObserver(AnsweringChatModel):
     """A chat model that answers Observer and Reflector prompts by extraction (no LLM).
 
     See the module docstring for what it keeps and what that means for quality.
@@ -202,17 +201,11 @@ class ExtractiveObserver(BaseChatModel):
     def _llm_type(self) -> str:
         return "langchain-om-extractive"
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def _answer(
+        self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
+    ) -> BaseMessage:
         prompt = messages[-1].text if messages else ""
-        reply = answer(prompt)
-        message = AIMessage(content=reply, response_metadata={"model_name": self.model_name})
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        return AIMessage(content=answer(prompt), response_metadata={"model_name": self.model_name})
 
 
 def answer(prompt: str) -> str:

@@ -1,6 +1,7 @@
 """Helpers shared by the unit and the integration tests.
 
-Paths, a settable clock, one way to read a thread's archive, one memory factory, and the small
+Paths, a settable clock, one way to read a thread's archive, one memory factory, the
+PostgreSQL test database, and the small
 agent and graph (with a tool) that the front-door tests drive. Test modules import these
 instead of keeping their own copies.
 """
@@ -8,11 +9,15 @@ instead of keeping their own copies.
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain.agents import create_agent
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -45,8 +50,9 @@ class Clock:
 # -- memories and their archives ---------------------------------------------------------------
 
 
-def make_memory(**overrides: Any) -> ObservationalMemory:
-    """A memory on the scripted ``memory_model()`` with small windows, a fixed clock, no sleeps.
+def memory_options(**overrides: Any) -> dict[str, Any]:
+    """Options of a memory on the scripted ``memory_model()``: small windows, a fixed clock,
+    no sleeps.
 
     Keyword arguments replace the defaults whole (``observation={...}`` replaces the
     observation options, it does not merge into them).
@@ -59,7 +65,31 @@ def make_memory(**overrides: Any) -> ObservationalMemory:
         "sleep": lambda s: None,
     }
     options.update(overrides)
-    return ObservationalMemory(**options)
+    return options
+
+
+def make_memory(**overrides: Any) -> ObservationalMemory:
+    """A memory with :func:`memory_options` (``overrides`` replace them whole)."""
+    return ObservationalMemory(**memory_options(**overrides))
+
+
+# -- PostgreSQL ---------------------------------------------------------------------------------
+
+POSTGRES_URL = os.environ.get(
+    "LANGCHAIN_OM_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+"""The test database (trust auth); ``LANGCHAIN_OM_POSTGRES_URL`` names another."""
+
+
+def require_postgres() -> None:
+    """Skip the test without psycopg or a reachable server (fail instead in CI)."""
+    psycopg = pytest.importorskip("psycopg")  # the optional "postgres" extra
+    try:
+        psycopg.connect(POSTGRES_URL, connect_timeout=3).close()
+    except psycopg.OperationalError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"PostgreSQL is required in CI at {POSTGRES_URL}: {exc}")
+        pytest.skip(f"no PostgreSQL at {POSTGRES_URL}")
 
 
 def archived(memory: ObservationalMemory, thread_id: str) -> list[BaseMessage]:
@@ -127,11 +157,13 @@ def check_invariants(memory: ObservationalMemory, thread_id: str, window: list[B
     return len(everything)
 
 
-def build_agent(memory: ObservationalMemory, actor: FunctionChatModel) -> Any:
-    """A ``create_agent`` agent with the lookup tool and the memory middleware."""
+def build_agent(
+    memory: ObservationalMemory, actor: BaseChatModel, tools: Sequence[Any] = (lookup,)
+) -> Any:
+    """A ``create_agent`` agent with ``tools`` (the lookup tool) and the memory middleware."""
     return create_agent(
         actor,
-        [lookup],
+        list(tools),
         middleware=[ObservationalMemoryMiddleware(memory)],
         checkpointer=memory.checkpointer,
         store=memory.store,

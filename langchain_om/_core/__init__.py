@@ -4,6 +4,7 @@ Modules:
     types: the JSON-native OM record and its parts.
     record: creating, coercing and updating records (append observations, apply reflections).
     tokens: token counting (tiktoken offline or heuristic) with a per-message cache.
+    callable_tokens: counters over a LangChain token_counter callable; token_counter= parsing.
     media_tokens: token estimates for images, files, audio and video by provider and model.
     usage: provider-reported usage of the agent's last reply as a size of the window.
     cache_ttl: the providers' prompt-cache lifetimes (the "auto" idle activation table).
@@ -26,6 +27,8 @@ Modules:
     labels: thread/resource ids as store namespace labels.
     sanitize: NUL and lone surrogates replaced for storage.
     backoff: damping failed cycles across turns.
+    branches: archive branches, so forks and time travel never overwrite each other's messages.
+    redact: error summaries safe to show to end users (secrets masked).
     structured: the schema of structured Observer/Reflector replies and their text rendering.
     output_modes: which output mode and Observer prompt variant a model gets.
     invented: observation lines about tool calls no observed message contains.

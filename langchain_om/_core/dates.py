@@ -11,7 +11,7 @@ Conventions:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -165,58 +165,46 @@ def make_date(month: str, day: str | int, year: str | int) -> date | None:
 def _span(days: int) -> str:
     """Human span for a positive number of days: ``3 days``, ``2 weeks``, ``1 year``."""
     if days < 7:
-        count, unit = days, "day"
-    elif days < 30:
-        count, unit = days // 7, "week"
-    elif days < 365:
-        count, unit = max(1, days // 30), "month"
-    else:
-        count, unit = days // 365, "year"
-    return f"{count} {unit}" if count == 1 else f"{count} {unit}s"
-
-
-def relative_label(d: date, today: date) -> str:
-    """``today``, ``yesterday``, ``3 days ago``, ``2 weeks ago``, ``tomorrow``, ``in 2 days``…"""
-    days = (_as_date(today) - _as_date(d)).days
-    if days == 0:
-        return "today"
-    if days == 1:
-        return "yesterday"
-    if days == -1:
-        return "tomorrow"
-    if days > 0:
-        return f"{_span(days)} ago"
-    return f"in {_span(-days)}"
+        return _count(days, "day")
+    if days < 30:
+        return _count(days // 7, "week")
+    if days < 365:
+        return _count(max(1, days // 30), "month")
+    return _count(days // 365, "year")
 
 
 def _count(count: int, unit: str) -> str:
     return f"{count} {unit}" if count == 1 else f"{count} {unit}s"
 
 
+def _relative(offset: int, near: tuple[str, str, str], span: Callable[[int], str]) -> str:
+    """``offset`` units back (positive) or ahead: ``near`` names 0, 1 back and 1 ahead."""
+    if -1 <= offset <= 1:
+        return near[offset]  # 0: now, 1: one back, -1: one ahead
+    text = span(abs(offset))
+    return f"{text} ago" if offset > 0 else f"in {text}"
+
+
+def relative_label(d: date, today: date) -> str:
+    """``today``, ``yesterday``, ``3 days ago``, ``2 weeks ago``, ``tomorrow``, ``in 2 days``…"""
+    days = (_as_date(today) - _as_date(d)).days
+    return _relative(days, ("today", "yesterday", "tomorrow"), _span)
+
+
+def _months(months: int) -> str:
+    return _count(months, "month") if months < 12 else _count(months // 12, "year")
+
+
 def month_label(year: int, month: int, today: date) -> str:
     """``this month``, ``last month``, ``3 months ago``, ``next month``, ``in 2 years``…"""
     months = (today.year * 12 + today.month) - (year * 12 + month)
-    if months == 0:
-        return "this month"
-    if months == 1:
-        return "last month"
-    if months == -1:
-        return "next month"
-    span = abs(months)
-    text = _count(span, "month") if span < 12 else _count(span // 12, "year")
-    return f"{text} ago" if months > 0 else f"in {text}"
+    return _relative(months, ("this month", "last month", "next month"), _months)
 
 
 def year_label(year: int, today: date) -> str:
     """``this year``, ``last year``, ``next year``, ``3 years ago``, ``in 2 years``."""
     years = today.year - year
-    if years == 0:
-        return "this year"
-    if years == 1:
-        return "last year"
-    if years == -1:
-        return "next year"
-    return f"{_count(years, 'year')} ago" if years > 0 else f"in {_count(-years, 'year')}"
+    return _relative(years, ("this year", "last year", "next year"), lambda n: _count(n, "year"))
 
 
 def gap_label(earlier: date, later: date) -> str | None:

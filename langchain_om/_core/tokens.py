@@ -33,9 +33,7 @@ this process sees the message object, one CRC pass over its text (see ``benchmar
 from __future__ import annotations
 
 import copy
-import functools
 import json
-import math
 import re
 import threading
 import warnings
@@ -43,8 +41,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.messages import AIMessage, ToolMessage
 
 from langchain_om._core.media_tokens import (
     client_estimate,
@@ -63,13 +60,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CACHE_VERSION",
-    "CallableTokenCounter",
     "CONVERSATION_OVERHEAD",
     "HEURISTIC_SOURCE",
     "MESSAGE_OVERHEAD",
     "TOOL_CALL_OVERHEAD",
     "TokenCounter",
-    "as_token_counter",
     "count_tokens",
     "estimate_file_tokens",
     "estimate_image_tokens",
@@ -191,7 +186,7 @@ def _warn_fallback(name: str, exc: Exception) -> None:
 _crc32 = zlib.crc32
 
 
-def _digest(text: str) -> str:
+def digest(text: str) -> str:
     # Length plus a CRC-32 of the first and last 64 characters. The key only has to notice that
     # a message's own content changed: messages are not edited in place, a changed message
     # almost always changes its length or its ends, and a stale hit costs a slightly wrong
@@ -273,17 +268,17 @@ def _client_estimate(block: dict[str, Any]) -> int | None:
 
 
 def _text_part(kind: str, text: str) -> _Part:
-    return (f"{kind}:{_digest(text)}", text)
+    return (f"{kind}:{digest(text)}", text)
 
 
 def _short_part(kind: str, text: str) -> _Part:
     # Ids and names are short: the text itself is a cheaper key than its hash.
-    return (f"{kind}={text}" if len(text) <= 64 else f"{kind}:{_digest(text)}", text)
+    return (f"{kind}={text}" if len(text) <= 64 else f"{kind}:{digest(text)}", text)
 
 
 def _tool_call_part(name: object, args: object) -> _Part:
     # The key hashes repr(args), several times cheaper than JSON; the JSON is built on a miss.
-    return ("tool_call:" + _digest(repr((name, args))), (name, args))
+    return ("tool_call:" + digest(repr((name, args))), (name, args))
 
 
 def _tool_call_text(name: object, args: object) -> str:
@@ -439,11 +434,11 @@ class TokenCounter:
             )
         ):
             # Hot path (most messages): one text part; same result as self._parts.
-            parts: list[_Part] = [("text:" + _digest(content), content)] if content else []
+            parts: list[_Part] = [("text:" + digest(content), content)] if content else []
             overhead = MESSAGE_OVERHEAD
         elif kind == _TOOL and type(content) is str and not message.name:
             # Tool results: the text, then the call id; same result as self._parts.
-            parts = [("text:" + _digest(content), content)] if content else []
+            parts = [("text:" + digest(content), content)] if content else []
             call_id = cast("ToolMessage", message).tool_call_id
             if call_id and isinstance(call_id, str):
                 parts.append(_short_part("id", call_id))
@@ -507,7 +502,7 @@ class TokenCounter:
         content = message.content
         parts: list[_Part]
         if isinstance(content, str):
-            parts = [("text:" + _digest(content), content)] if content else []
+            parts = [("text:" + digest(content), content)] if content else []
         else:
             parts = []
             if isinstance(content, list):
@@ -562,7 +557,7 @@ class TokenCounter:
                 if client is not None:  # caller-supplied: its value is the key
                     parts.append((f"client={client}", _Block(block, kind in _IMAGE_TYPES)))
                     return
-                key = f"media:{_digest(_block_fingerprint(block, self._family, self.model))}"
+                key = f"media:{digest(_block_fingerprint(block, self._family, self.model))}"
                 parts.append((key, _Block(block, kind in _IMAGE_TYPES)))
                 return
             elif kind in _TOOL_CALL_TYPES:
@@ -617,161 +612,6 @@ class TokenCounter:
             metadata[OM_META_KEY] = om
         om["tok"] = {"v": CACHE_VERSION, "src": source, "parts": counted}
         return total
-
-
-# ---------------------------------------------------------------------------------------------
-# LangChain-style counters
-# ---------------------------------------------------------------------------------------------
-
-MessageCounter = Callable[[list["BaseMessage"]], int]
-"""A LangChain ``token_counter``, e.g. ``count_tokens_approximately`` or
-``model.get_num_tokens_from_messages``."""
-
-
-def _callable_name(fn: Callable[..., Any]) -> str:
-    """A stable name for a counting function (the cache source of its counts)."""
-    if isinstance(fn, functools.partial):
-        args = ",".join(f"{k}={v!r}" for k, v in sorted(fn.keywords.items()))
-        return f"{_callable_name(fn.func)}({args})"
-    owner = getattr(fn, "__self__", None)
-    name = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
-    if owner is not None and not isinstance(owner, type):
-        model = next(
-            (
-                v
-                for a in ("model_name", "model", "model_id")
-                if isinstance(v := getattr(owner, a, None), str)
-            ),
-            "",
-        )
-        name += f"[{model}]"
-    return name
-
-
-class CallableTokenCounter(TokenCounter):
-    """A :class:`TokenCounter` that counts with a LangChain ``token_counter`` callable.
-
-    With ``per_message=True`` (the default) each message is counted alone, as
-    ``fn([message]) - fn([])``, and that count is cached on the message like the built-in
-    counter's, so unchanged messages are never recounted; a conversation is ``fn([])`` plus its
-    messages. That is exact for counters that add up per message (``count_tokens_approximately``
-    rounds once per call, so the sum can exceed one whole-list call by under a token per
-    message). Pass ``per_message=False`` for a counter that is not additive: every count then
-    calls ``fn`` on the whole list, uncached. Text is counted as ``fn([HumanMessage(text)])``
-    minus the count of an empty ``HumanMessage``.
-
-    Args:
-        fn: ``Callable[[list[BaseMessage]], int]``.
-        per_message: Count and cache per message (see above).
-        name: Cache source name; by default built from the function (and its model for a bound
-            method such as ``model.get_num_tokens_from_messages``). Counts cached under one
-            name are reused by any counter with that name.
-    """
-
-    def __init__(
-        self, fn: MessageCounter, *, per_message: bool = True, name: str | None = None
-    ) -> None:
-        super().__init__(source="heuristic")
-        self.fn = fn
-        self.per_message = per_message
-        self.name = name or _callable_name(fn)
-        self._source = f"callable:{self.name}"
-        self._empty_list: int | None = None
-        self._empty_text: int | None = None
-
-    def __repr__(self) -> str:
-        return f"CallableTokenCounter({self.name!r}, per_message={self.per_message})"
-
-    def for_model(self, model_id: str | None) -> TokenCounter:
-        """The callable decides how media count: the same counter for every model."""
-        return self
-
-    def _call(self, messages: list[BaseMessage]) -> int:
-        self.encode_calls += 1
-        n = self.fn(messages)
-        if isinstance(n, bool) or not isinstance(n, int | float) or n < 0:
-            raise OMConfigError(
-                f"token_counter {self.name} returned {n!r} instead of a token count; pass a "
-                "function that takes a list of messages and returns an int",
-                option="token_counter",
-            )
-        return math.ceil(n)
-
-    def _baseline(self) -> int:
-        if self._empty_list is None:
-            self._empty_list = self._call([])
-        return self._empty_list
-
-    def count_text(self, text: str) -> int:
-        """Tokens of ``text``: a user message holding it, minus an empty user message."""
-        if not text:
-            return 0
-        if self._empty_text is None:
-            self._empty_text = self._call([HumanMessage("")])
-        return max(0, self._call([HumanMessage(text)]) - self._empty_text)
-
-    def count_message(self, message: BaseMessage) -> int:
-        """``fn([message]) - fn([])``, cached on the message while its content is unchanged."""
-        parts, n_calls = self._parts(message)
-        key = "msg:" + _digest(
-            f"{type(message).__name__}|{n_calls}|" + "|".join(p[0] for p in parts)
-        )
-        metadata: object = message.response_metadata
-        om = metadata.get(OM_META_KEY) if isinstance(metadata, dict) else None
-        entry = om.get("tok") if isinstance(om, dict) else None
-        if (
-            isinstance(entry, dict)
-            and entry.get("src") == self._source
-            and entry.get("v") == CACHE_VERSION
-            and isinstance(entry.get("parts"), list)
-            and len(entry["parts"]) == 1
-            and isinstance(item := entry["parts"][0], dict)
-            and item.get("k") == key
-            and type(n := item.get("n")) is int
-            and n >= 0
-        ):
-            return n
-        n = max(0, self._call([message]) - self._baseline())
-        if isinstance(metadata, dict):
-            if not isinstance(om, dict):
-                om = {}
-                metadata[OM_META_KEY] = om
-            om["tok"] = {"v": CACHE_VERSION, "src": self._source, "parts": [{"k": key, "n": n}]}
-        return n
-
-    def count_messages(self, messages: Sequence[BaseMessage]) -> int:
-        """Count a conversation (0 if empty)."""
-        if not messages:
-            return 0
-        if not self.per_message:
-            return self._call(list(messages))
-        return self._baseline() + sum(self.count_message(m) for m in messages)
-
-
-def as_token_counter(value: object) -> TokenCounter:
-    """The counter for a ``token_counter=`` argument.
-
-    Args:
-        value: None (the process-wide counter), a :class:`TokenCounter`, ``"approximate"``
-            (LangChain's ``count_tokens_approximately``) or any
-            ``Callable[[list[BaseMessage]], int]``.
-
-    Raises:
-        OMConfigError: ``value`` is none of these.
-    """
-    if value is None:
-        return get_default_counter()
-    if isinstance(value, TokenCounter):
-        return value
-    if value == "approximate":
-        return CallableTokenCounter(count_tokens_approximately, name="approximate")
-    if callable(value):
-        return CallableTokenCounter(cast("MessageCounter", value))
-    raise OMConfigError(
-        f"token_counter must be a TokenCounter, 'approximate' or a function taking a list of "
-        f"messages and returning an int, got {value!r}",
-        option="token_counter",
-    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -145,6 +145,19 @@ def _read_json(path: str | Path) -> Any:
         raise EvalDataError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
 
 
+def _json_list(path: str | Path, shape: str) -> Iterator[tuple[int, str, Any]]:
+    """The items of a JSON-list file with their index and where they stand (``path[3]``).
+
+    Raises:
+        EvalDataError: the file is not a JSON list (``shape`` says what it should be).
+    """
+    data = _read_json(path)
+    if not isinstance(data, list):
+        raise EvalDataError(f"{path}: {shape}")
+    for number, item in enumerate(data):
+        yield number, f"{path}[{number}]", item
+
+
 def _aware(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
@@ -253,12 +266,8 @@ def load_locomo(path: str | Path) -> Dataset:
     Raises:
         EvalDataError: the file is not in LoCoMo's shape (the message says where).
     """
-    data = _read_json(path)
-    if not isinstance(data, list):
-        raise EvalDataError(f"{path}: a LoCoMo file is a JSON list of samples")
     conversations: list[Conversation] = []
-    for number, sample in enumerate(data):
-        where = f"{path}[{number}]"
+    for number, where, sample in _json_list(path, "a LoCoMo file is a JSON list of samples"):
         if not isinstance(sample, Mapping) or not isinstance(sample.get("conversation"), Mapping):
             raise EvalDataError(f"{where}: expected {{sample_id, conversation, qa}}")
         sample_id = _text(sample.get("sample_id")) or f"sample-{number}"
@@ -356,12 +365,8 @@ def load_longmemeval(path: str | Path) -> Dataset:
     Raises:
         EvalDataError: the file is not in LongMemEval's shape (the message says where).
     """
-    data = _read_json(path)
-    if not isinstance(data, list):
-        raise EvalDataError(f"{path}: a LongMemEval file is a JSON list of questions")
     conversations: list[Conversation] = []
-    for number, item in enumerate(data):
-        where = f"{path}[{number}]"
+    for _, where, item in _json_list(path, "a LongMemEval file is a JSON list of questions"):
         if not isinstance(item, Mapping) or "question_id" not in item:
             raise EvalDataError(f"{where}: expected {{question_id, question, haystack_sessions}}")
         qid = _text(item["question_id"])

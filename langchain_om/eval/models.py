@@ -22,14 +22,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LangSmithParams, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import ConfigDict, PrivateAttr
 
 from langchain_om._call_modes import rebind_structured
+from langchain_om._chat_model import AnsweringChatModel
 from langchain_om._core.tokens import TokenCounter
 from langchain_om.eval.scoring import _stem, normalize_answer, token_f1
 from langchain_om.testing import FunctionChatModel, RecordedCall
@@ -63,7 +62,7 @@ class Meter:
         return self.input_tokens + self.output_tokens
 
 
-class MeteredChatModel(BaseChatModel):
+class MeteredChatModel(AnsweringChatModel):
     """A chat model that forwards to ``inner`` and meters every call.
 
     Token counts come from the reply's ``usage_metadata``; when a provider reports none, the
@@ -141,29 +140,21 @@ class MeteredChatModel(BaseChatModel):
             self._meter.output_tokens += out
             self._meter.seconds += seconds
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def _answer(
+        self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
+    ) -> BaseMessage:
         start = time.perf_counter()
-        reply = self.inner.invoke(messages, stop=stop, **kwargs)
+        reply: BaseMessage = self.inner.invoke(messages, stop=stop, **kwargs)
         self._note(messages, reply, time.perf_counter() - start)
-        return ChatResult(generations=[ChatGeneration(message=reply)])
+        return reply
 
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    async def _aanswer(
+        self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
+    ) -> BaseMessage:
         start = time.perf_counter()
-        reply = await self.inner.ainvoke(messages, stop=stop, **kwargs)
+        reply: BaseMessage = await self.inner.ainvoke(messages, stop=stop, **kwargs)
         self._note(messages, reply, time.perf_counter() - start)
-        return ChatResult(generations=[ChatGeneration(message=reply)])
+        return reply
 
 
 class ReplayModel:

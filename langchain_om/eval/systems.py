@@ -193,20 +193,13 @@ def _window(conv: Conversation, settings: SystemSettings, budget: int) -> Ingest
 
 def _memory(settings: SystemSettings, clock: Clock) -> tuple[Any, MeteredChatModel]:
     metered = MeteredChatModel.wrap(settings.memory_model, settings.counter)
-    options = dict(settings.om_options)
-    observation = {"message_tokens": settings.message_tokens, **options.pop("observation", {})}
-    reflection = {
+    om: dict[str, Any] = dict(settings.om_options)  # the run's thresholds unless it sets its own
+    om["observation"] = {"message_tokens": settings.message_tokens, **om.get("observation", {})}
+    om["reflection"] = {
         "observation_tokens": settings.observation_tokens,
-        **options.pop("reflection", {}),
+        **om.get("reflection", {}),
     }
-    memory = ObservationalMemory(
-        model=metered,
-        observation=observation,
-        reflection=reflection,
-        clock=clock,
-        token_counter=settings.counter,
-        **options,
-    )
+    memory = ObservationalMemory(model=metered, clock=clock, token_counter=settings.counter, **om)
     return memory, metered
 
 

@@ -16,15 +16,16 @@ from typing import Any, Self, TypeAlias
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.exceptions import OutputParserException
-from langchain_core.language_models import BaseChatModel, LangSmithParams, LanguageModelInput
+from langchain_core.language_models import LangSmithParams, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.ai import UsageMetadata
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from langchain_om._chat_model import AnsweringChatModel
 from langchain_om.testing._errors import ScriptExhaustedError
 from langchain_om.testing._replies import (
     RecordedCall,
@@ -49,7 +50,7 @@ ScriptItem: TypeAlias = (
 messages, or an exception (instance or class) to raise on that call."""
 
 
-class _RecordingChatModel(BaseChatModel):
+class _RecordingChatModel(AnsweringChatModel):
     """Shared base: records calls, sleeps ``delay``, builds and streams the reply."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True, populate_by_name=True)
@@ -144,31 +145,26 @@ class _RecordingChatModel(BaseChatModel):
 
     # --- BaseChatModel drivers (one line of I/O each) ------------------------------------------
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        call = self._record(messages, stop, kwargs, async_=False, streamed=False)
+    def _message(self, call: RecordedCall) -> AIMessage:
         if self.delay:
             time.sleep(self.delay)
-        message = self._finish(call, self._reply(call))
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        return self._finish(call, self._reply(call))
 
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        call = self._record(messages, stop, kwargs, async_=True, streamed=False)
+    async def _amessage(self, call: RecordedCall) -> AIMessage:
         if self.delay:
             await asyncio.sleep(self.delay)
-        message = self._finish(call, await self._areply(call))
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        return self._finish(call, await self._areply(call))
+
+    def _answer(
+        self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
+    ) -> AIMessage:
+        return self._message(self._record(messages, stop, kwargs, async_=False, streamed=False))
+
+    async def _aanswer(
+        self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
+    ) -> AIMessage:
+        call = self._record(messages, stop, kwargs, async_=True, streamed=False)
+        return await self._amessage(call)
 
     def _stream(
         self,
@@ -178,9 +174,7 @@ class _RecordingChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         call = self._record(messages, stop, kwargs, async_=False, streamed=True)
-        if self.delay:
-            time.sleep(self.delay)
-        yield from reply_chunks(self._finish(call, self._reply(call)))
+        yield from reply_chunks(self._message(call))
 
     async def _astream(
         self,
@@ -190,9 +184,7 @@ class _RecordingChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
         call = self._record(messages, stop, kwargs, async_=True, streamed=True)
-        if self.delay:
-            await asyncio.sleep(self.delay)
-        for chunk in reply_chunks(self._finish(call, await self._areply(call))):
+        for chunk in reply_chunks(await self._amessage(call)):
             yield chunk
 
     # --- identity ------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import POSTGRES_URL, require_postgres
+
 _real_getaddrinfo = socket.getaddrinfo
 
 
@@ -41,3 +43,18 @@ def _no_remote_name_resolution(monkeypatch: pytest.MonkeyPatch) -> Iterator[None
     """Resolve only loopback names and IP literals (pytest-socket leaves DNS open here)."""
     monkeypatch.setattr(socket, "getaddrinfo", _loopback_getaddrinfo)
     yield
+
+
+@pytest.fixture
+def postgres() -> Iterator[tuple[Any, Any]]:
+    """A ``PostgresSaver`` and a ``PostgresStore`` on the test database, set up."""
+    require_postgres()
+    saver_cls = pytest.importorskip("langgraph.checkpoint.postgres").PostgresSaver
+    store_cls = pytest.importorskip("langgraph.store.postgres").PostgresStore
+    with (
+        saver_cls.from_conn_string(POSTGRES_URL) as saver,
+        store_cls.from_conn_string(POSTGRES_URL) as store,
+    ):
+        saver.setup()
+        store.setup()
+        yield saver, store

@@ -9,14 +9,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
-from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
+from langchain_om import ObservationalMemory
 from langchain_om._plans.storage import buffer_ns
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
-from tests.helpers import Clock, archived_ids
+from tests.helpers import Clock, archived_ids, build_agent
 
 pytestmark = pytest.mark.slow
 
@@ -30,13 +29,7 @@ def test_buffering_does_not_block_the_turn() -> None:
     events: list[str] = []
     memory.on_debug_event = lambda e: events.append(e.type)
     actor = FunctionChatModel(function=lambda m, i: f"Answer {i.index}: " + "ok " * 20)
-    agent = create_agent(
-        actor,
-        [],
-        middleware=[ObservationalMemoryMiddleware(memory)],
-        checkpointer=memory.checkpointer,
-        store=memory.store,
-    )
+    agent = build_agent(memory, actor, tools=[])
     cfg: RunnableConfig = {"configurable": {"thread_id": "t"}}
     durations = []
     turn = 0

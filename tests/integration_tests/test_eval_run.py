@@ -29,11 +29,22 @@ from langchain_om.eval import (
     summarize,
 )
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "examples" / "data" / "eval"
 LOCOMO = DATA / "locomo_synthetic.json"
 SYSTEMS = "om,full,window,summarization"
+
+
+def small_systems(**overrides: Any) -> SystemSettings:
+    """Settings of the compared systems with small windows, on the scripted memory model."""
+    options: dict[str, Any] = {
+        "memory_model": memory_model(),
+        "counter": get_default_counter(),
+        "message_tokens": 200,
+        "observation_tokens": 400,
+    }
+    return SystemSettings(**(options | overrides))
 
 
 def eval_args(out: Path, *extra: str) -> list[str]:
@@ -206,12 +217,7 @@ def test_every_system_gets_the_same_prompt(tmp_path: Path) -> None:
     settings = RunSettings(
         systems=("om", "full", "window", "summarization"),
         answer_model=FunctionChatModel(function=answer),
-        systems_settings=SystemSettings(
-            memory_model=memory_model(),
-            counter=get_default_counter(),
-            message_tokens=200,
-            observation_tokens=400,
-        ),
+        systems_settings=small_systems(),
         out=tmp_path,
         identity={"format": "locomo"},
     )
@@ -226,12 +232,10 @@ def test_every_system_gets_the_same_prompt(tmp_path: Path) -> None:
 @pytest.mark.parametrize("front_door", ["agent", "graph", "standalone"])
 def test_front_doors_date_memory_by_the_conversation(front_door: str) -> None:
     conv = load_locomo(LOCOMO).conversations[0]
-    settings = SystemSettings(
+    settings = small_systems(
         memory_model=memory_model(words=10),
-        counter=get_default_counter(),
-        message_tokens=200,
         observation_tokens=4000,
-        front_door=front_door,  # type: ignore[arg-type]
+        front_door=front_door,
     )
     held = ingest("om", conv, settings)
     try:
@@ -251,12 +255,7 @@ def test_longmemeval_with_a_judge(tmp_path: Path) -> None:
     settings = RunSettings(
         systems=("full",),
         answer_model=scripted_answerer(),
-        systems_settings=SystemSettings(
-            memory_model=memory_model(),
-            counter=get_default_counter(),
-            message_tokens=200,
-            observation_tokens=400,
-        ),
+        systems_settings=small_systems(),
         out=tmp_path,
         judge_model=judge,
         identity={"format": "longmemeval", "systems": ["full"]},

@@ -16,7 +16,7 @@ from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
+from langchain_om import ObservationalMemory
 from langchain_om.testing import FunctionChatModel, memory_model
 from tests.helpers import (
     APP_OPTIONS,
@@ -95,13 +95,7 @@ def _state_size(app: Any, cfg: RunnableConfig) -> int:
 def test_checkpoint_size_is_bounded() -> None:
     memory = ObservationalMemory(model=memory_model(), checkpointer=InMemorySaver(), **APP_OPTIONS)
     actor = FunctionChatModel(function=lambda m, i: f"Answer {i.index}: " + "words " * 10)
-    with_memory = create_agent(
-        actor,
-        [],
-        middleware=[ObservationalMemoryMiddleware(memory)],
-        checkpointer=memory.checkpointer,
-        store=memory.store,
-    )
+    with_memory = build_agent(memory, actor, tools=[])
     plain = create_agent(
         FunctionChatModel(function=lambda m, i: f"Answer {i.index}: " + "words " * 10),
         [],

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -28,8 +27,7 @@ from langchain_om._core.sanitize import (
     sanitize_text,
     sanitize_value,
 )
-
-URL = os.environ.get("LANGCHAIN_OM_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+from tests.helpers import POSTGRES_URL, require_postgres
 
 ODD_IDS = [
     "ana@acme.eu",
@@ -113,14 +111,8 @@ def store(request: pytest.FixtureRequest) -> Iterator[BaseStore]:
             sqlite.setup()
             yield sqlite
     else:
-        psycopg = pytest.importorskip("psycopg")
-        try:
-            psycopg.connect(URL, connect_timeout=3).close()
-        except Exception as exc:  # pragma: no cover - depends on the machine
-            if os.environ.get("CI"):
-                pytest.fail(f"PostgreSQL is required in CI at {URL}: {exc}")
-            pytest.skip(f"no PostgreSQL at {URL}")
-        with PostgresStore.from_conn_string(URL) as postgres:
+        require_postgres()
+        with PostgresStore.from_conn_string(POSTGRES_URL) as postgres:
             postgres.setup()
             yield postgres
 

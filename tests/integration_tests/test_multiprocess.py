@@ -20,13 +20,12 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 
 from langchain_om.tools import create_recall_tool
-from tests.helpers import ROOT
+from tests.helpers import POSTGRES_URL, ROOT, require_postgres
 from tests.mp_workers import open_memory
 from tests.mp_workers import run as run_worker
 
 KILLS = 30
 """kill -9 per backend (60 over SQLite and PostgreSQL)."""
-URL = os.environ.get("LANGCHAIN_OM_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 
 def _backend(kind: str, tmp_path: Path) -> dict[str, Any]:
@@ -34,16 +33,12 @@ def _backend(kind: str, tmp_path: Path) -> dict[str, Any]:
         spec = {"backend": "sqlite", "path": str(tmp_path / "om.db")}
         open_memory(spec).close()  # create the tables once, before workers race to
         return spec
-    psycopg = pytest.importorskip("psycopg")
-    try:
-        psycopg.connect(URL, connect_timeout=3).close()
-    except psycopg.OperationalError as exc:
-        pytest.skip(f"no PostgreSQL at {URL}: {exc}")
-    memory = open_memory({"backend": "postgres", "url": URL})
+    require_postgres()
+    memory = open_memory({"backend": "postgres", "url": POSTGRES_URL})
     memory.store.setup()  # type: ignore[attr-defined]
     memory.checkpointer.setup()  # type: ignore[attr-defined]
     memory.close()
-    return {"backend": "postgres", "url": URL}
+    return {"backend": "postgres", "url": POSTGRES_URL}
 
 
 def _start(spec: dict[str, Any]) -> subprocess.Popen[str]:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,27 +14,6 @@ from langchain_om.testing import FunctionChatModel, memory_model
 from tests.helpers import archived
 
 pytestmark = pytest.mark.postgres
-
-URL = os.environ.get("LANGCHAIN_OM_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-@pytest.fixture
-def postgres() -> Iterator[tuple[Any, Any]]:
-    psycopg = pytest.importorskip("psycopg")
-    # psycopg is optional (the "postgres" extra): its modules load only once it is there
-    saver_cls = pytest.importorskip("langgraph.checkpoint.postgres").PostgresSaver
-    store_cls = pytest.importorskip("langgraph.store.postgres").PostgresStore
-
-    try:
-        psycopg.connect(URL, connect_timeout=3).close()
-    except psycopg.OperationalError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"PostgreSQL is required in CI at {URL}: {exc}")
-        pytest.skip(f"no PostgreSQL at {URL}")
-    with saver_cls.from_conn_string(URL) as saver, store_cls.from_conn_string(URL) as store:
-        saver.setup()
-        store.setup()
-        yield saver, store
 
 
 def test_agent_on_postgres_resumes_with_memory(postgres: tuple[Any, Any]) -> None:

@@ -12,7 +12,8 @@ from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
 from langchain_om import __version__
-from langchain_om.cli import ReplayFormatError, build_parser, load_conversation, main, open_backend
+from langchain_om._cli_backend import open_backend
+from langchain_om.cli import ReplayFormatError, build_parser, load_conversation, main
 from tests.helpers import ROOT, write_jsonl
 
 DEMO = ROOT / "examples" / "data" / "demo.jsonl"

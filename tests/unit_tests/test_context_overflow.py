@@ -6,7 +6,6 @@ import asyncio
 from typing import Any
 
 import pytest
-from langchain.agents import create_agent
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
@@ -14,7 +13,6 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langchain_om import (
     ObservationalChatMessageHistory,
     ObservationalMemory,
-    ObservationalMemoryMiddleware,
     add_observational_memory,
 )
 from langchain_om._core.tokens import TokenCounter
@@ -22,7 +20,7 @@ from langchain_om._core.usage import reported_window_tokens
 from langchain_om.errors import OMConfigError
 from langchain_om.events import ContextOverflowEvent, ObservationEndEvent, OMEvent, StatusEvent
 from langchain_om.testing import FunctionChatModel, RecordedCall, ScriptedChatModel
-from tests.helpers import archived_ids, make_memory
+from tests.helpers import archived_ids, build_agent, make_memory
 
 FACT = "My cousin number {i} lives in city {i} and works as a baker there. "
 
@@ -44,13 +42,7 @@ class _Overflowing:
 
 
 def _agent(memory: ObservationalMemory, actor: FunctionChatModel) -> Any:
-    return create_agent(
-        actor,
-        [],
-        middleware=[ObservationalMemoryMiddleware(memory)],
-        checkpointer=memory.checkpointer,
-        store=memory.store,
-    )
+    return build_agent(memory, actor, tools=[])
 
 
 def _events(memory: ObservationalMemory) -> list[OMEvent]:

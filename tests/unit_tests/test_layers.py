@@ -9,7 +9,19 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "langchain_om"
-FRONT_DOORS = ("middleware", "graph", "history", "tools", "cli", "engine")
+FRONT_DOORS = (
+    "middleware",
+    "graph",
+    "history",
+    "tools",
+    "cli",
+    "engine",
+    # the private modules the front doors are split into
+    "_engine_io",
+    "_cli_backend",
+    "_cli_console",
+    "_cli_replay",
+)
 LOWER_LAYERS = ("langchain_om._core", "langchain_om._plans")
 
 
@@ -136,3 +148,10 @@ def test_no_import_cycles_in_the_package() -> None:
     importers = sorted(m for m, targets in edges.items() if "langchain_om" in targets)
     assert importers == []
     assert find_cycle(edges) is None
+
+
+def test_the_core_module_map_lists_every_module() -> None:
+    doc = (PACKAGE / "_core" / "__init__.py").read_text(encoding="utf-8")
+    listed = {line.strip().split(":")[0] for line in doc.splitlines() if line.startswith("    ")}
+    present = {p.stem for p in (PACKAGE / "_core").glob("*.py") if p.stem != "__init__"}
+    assert present - listed == set()

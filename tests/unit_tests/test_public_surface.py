@@ -384,7 +384,7 @@ def test_public_methods_return_exported_types(path: str) -> None:
         if attr.startswith("_"):
             continue
         function = member.fget if isinstance(member, property) else member
-        if not callable(function) or getattr(function, "__module__", "") != module:
+        if not callable(function) or getattr(function, "__module__", "") != cls.__module__:
             continue
         hints = typing.get_type_hints(function)
         missing = [c.__qualname__ for c in package_classes(hints.get("return")) if id(c) not in ids]

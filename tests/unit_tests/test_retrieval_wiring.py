@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.memory import InMemoryStore
 
-from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
+from langchain_om import ObservationalMemory
 from langchain_om._plans.storage import msgindex_ns, search_ns
 from langchain_om.testing import FunctionChatModel, HashEmbeddings, RecordedCall
-from tests.helpers import make_memory
+from tests.helpers import build_agent, make_memory
 
 
 def vector_memory(**retrieval: Any) -> ObservationalMemory:
@@ -54,13 +53,7 @@ def test_agent_gets_the_recall_tool_and_reads_the_archive() -> None:
         return "Noted. " + "ok " * 30
 
     model = FunctionChatModel(function=actor)
-    agent = create_agent(
-        model,
-        [],
-        middleware=[ObservationalMemoryMiddleware(memory)],
-        checkpointer=memory.checkpointer,
-        store=memory.store,
-    )
+    agent = build_agent(memory, model, tools=[])
     cfg: RunnableConfig = {"configurable": {"thread_id": "t1", "resource_id": "u1"}}
     agent.invoke({"messages": [HumanMessage("My flight is TP1351 to Lisbon. " * 5)]}, cfg)
     for i in range(8):

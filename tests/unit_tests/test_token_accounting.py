@@ -10,22 +10,18 @@ import struct
 from typing import Any
 
 import pytest
-from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware, TokenCounter
+from langchain_om import ObservationalMemory, TokenCounter
+from langchain_om._core.callable_tokens import CallableTokenCounter, as_token_counter
 from langchain_om._core.media_tokens import estimate_image_tokens
-from langchain_om._core.tokens import (
-    CONVERSATION_OVERHEAD,
-    MESSAGE_OVERHEAD,
-    CallableTokenCounter,
-    as_token_counter,
-)
+from langchain_om._core.tokens import CONVERSATION_OVERHEAD, MESSAGE_OVERHEAD
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import OMConfigError
 from langchain_om.events import ObservationEndEvent, OMEvent, StatusEvent
 from langchain_om.testing import ScriptedChatModel, memory_model
+from tests.helpers import build_agent
 
 
 def _png(w: int, h: int) -> bytes:
@@ -315,13 +311,7 @@ def _run_agent(
             statuses.append(event)
 
     memory.on_debug_event = on_event
-    agent = create_agent(
-        actor,
-        [],
-        middleware=[ObservationalMemoryMiddleware(memory)],
-        checkpointer=memory.checkpointer,
-        store=memory.store,
-    )
+    agent = build_agent(memory, actor, tools=[])
     config: Any = {"configurable": {"thread_id": "t1"}}
     for i, message in enumerate(turns, start=1):
         current[0] = i

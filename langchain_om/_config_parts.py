@@ -1,0 +1,463 @@
+"""The parts of the validated options: their shared base, value rules and option groups.
+
+:class:`OptionGroup` gives every options model its behaviour (frozen, camelCase keys,
+did-you-mean, ``OMConfigError`` instead of pydantic's, ``to_mastra``); the groups
+``ObservationConfig``, ``ReflectionConfig``, ``RetrievalConfig``, ``ModelSettings`` and
+``Hooks`` are the sections of :class:`~langchain_om.config.ObservationalMemoryConfig`, which
+lives in :mod:`langchain_om.config` with the rules that span sections. Users import all of
+them from :mod:`langchain_om.config`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
+from pydantic.alias_generators import to_camel
+
+from langchain_om._config_rules import (
+    Fraction,
+    InvalidOption,
+    attachments_rule,
+    brief,
+    canonical_keys,
+    check_rule,
+    config_errors,
+    duration_ms,
+    extractors_rule,
+    failure_policy_rule,
+    numeric_rule,
+    one_of,
+    positive_tokens,
+    to_config_error,
+    tokens_or_fraction,
+)
+from langchain_om._providers import DEFAULT_MODEL
+from langchain_om.errors import OMConfigError
+
+# --- values --------------------------------------------------------------------------------
+
+
+def parse_duration(
+    value: object, *, option: str = "activate_after_idle"
+) -> int | Literal["auto"] | None:
+    """Parse an ``activate_after_idle`` value.
+
+    Args:
+        value: milliseconds (an ``int``), a duration string (``"300ms"``, ``"45s"``, ``"5m"``,
+            ``"1h"``/``"1hr"``, ``"2h30m"``, ``"1.5h"``, ``"1d"``; case and spaces are ignored;
+            a bare number string is milliseconds), ``"auto"``, or ``False``/``None`` for off.
+        option: the option name given in the error.
+
+    Returns:
+        Milliseconds, ``"auto"``, or ``None`` when off.
+
+    Raises:
+        OMConfigError: the value is not a duration (``True``, a negative number, ``"soon"``).
+    """
+    if value is None:
+        return None
+    try:
+        parsed = duration_ms(value)
+    except InvalidOption as invalid:
+        invalid.option = option
+        raise to_config_error(invalid) from None
+    return None if parsed is False else parsed
+
+
+ModelSpec = Annotated[
+    Any,
+    check_rule(
+        lambda v: not isinstance(v, str) or bool(v.strip()),
+        "a model name, not an empty string",
+        f"Name a model such as {DEFAULT_MODEL!r}, or leave it out.",
+    ),
+]
+_Extractors = Annotated[tuple[Any, ...], BeforeValidator(extractors_rule)]
+IdleAfter = Annotated[
+    int | Literal["auto", False] | None,
+    BeforeValidator(lambda v: v if v is None else duration_ms(v)),
+]
+_BlockAfter = Annotated[
+    int | float,
+    numeric_rule(
+        "at least 1",
+        "Use a multiple of the threshold in [1, 100) or an absolute token count >= 100.",
+        lambda x: x >= 1,
+    ),
+]
+_ScopeChoice = Literal["thread", "resource"]
+MemoryScope = Annotated[
+    _ScopeChoice,
+    one_of(
+        _ScopeChoice, "Use 'thread' (one log per conversation) or 'resource' (one log per user)."
+    ),
+]
+_OutputChoice = Literal["text", "structured", "auto"]
+_Output = Annotated[
+    _OutputChoice,
+    one_of(
+        _OutputChoice,
+        "Use 'text' (tagged text, the default), 'structured' (a JSON schema through "
+        "with_structured_output) or 'auto' (structured for models on a local server).",
+    ),
+]
+_PromptChoice = Literal["default", "compact", "auto"]
+_Prompt = Annotated[
+    _PromptChoice,
+    one_of(
+        _PromptChoice,
+        "Use 'default', 'compact' (a short prompt for small models) or 'auto' (compact for "
+        "models of at most 4B parameters and local servers).",
+    ),
+]
+_RecallScopeChoice = Literal["resource", "thread"]
+_RecallScope = Annotated[
+    _RecallScopeChoice,
+    one_of(
+        _RecallScopeChoice,
+        "Use 'resource' to search all threads of the user, 'thread' for the current one.",
+    ),
+]
+_Hook = Annotated[
+    Any,
+    check_rule(
+        lambda v: v is None or callable(v), "a callable", "Pass a function or coroutine function."
+    ),
+]
+
+
+# --- models --------------------------------------------------------------------------------
+
+
+class OptionGroup(BaseModel):
+    """Shared behaviour: camelCase keys, did-you-mean, ``OMConfigError`` instead of pydantic's."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        use_attribute_docstrings=True,
+        populate_by_name=True,
+        arbitrary_types_allowed=True,
+        alias_generator=to_camel,
+        protected_namespaces=(),
+    )
+
+    def __init__(self, /, **data: Any) -> None:
+        with config_errors(type(self)):
+            super().__init__(**data)
+
+    @classmethod
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:
+        """Validate ``obj`` as pydantic does, raising ``OMConfigError`` on bad options."""
+        with config_errors(cls):
+            return super().model_validate(obj, *args, **kwargs)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_camel_case(cls, data: Any) -> Any:
+        return canonical_keys(cls, data) if isinstance(data, Mapping) else data
+
+    def to_mastra(self, *, exclude_unset: bool = True) -> dict[str, Any]:
+        """Return the options as a Mastra-style camelCase dict that coerces back to an equal config.
+
+        Unlike ``model_dump``, model objects, extractors and hooks are kept as they are.
+
+        Args:
+            exclude_unset: keep only the options set explicitly (the default; this also keeps
+                the explicit/default distinction that the resource-scope warning relies on).
+        """
+        out: dict[str, Any] = {}
+        for name, field in type(self).model_fields.items():
+            if not exclude_unset or name in self.model_fields_set:
+                value = getattr(self, name)
+                if isinstance(value, OptionGroup):
+                    value = value.to_mastra(exclude_unset=exclude_unset)
+                out[field.alias or name] = value
+        return out
+
+
+class ModelSettings(OptionGroup):
+    """Sampling settings of the Observer or Reflector model."""
+
+    temperature: float | None = Field(default=None, ge=0)
+    """Sampling temperature (0 or more); None leaves the provider default."""
+    max_output_tokens: int | None = Field(default=None, gt=0)
+    """Largest number of tokens the model may produce; None leaves the provider default."""
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    """Nucleus sampling probability in (0, 1]; None leaves the provider default."""
+
+
+def _model_settings(temperature: float) -> BeforeValidator:
+    """Validator that fills in the role's default temperature unless the user gave one."""
+
+    def validate(value: Any) -> Any:
+        if value is None:
+            return ModelSettings(temperature=temperature)
+        if isinstance(value, Mapping):
+            return value if "temperature" in value else {**value, "temperature": temperature}
+        if isinstance(value, ModelSettings):
+            return value
+        fix = "Pass e.g. {'temperature': 0.3, 'max_output_tokens': 8000}."
+        raise InvalidOption(f"must be a dict or ModelSettings, got {brief(value)}", fix)
+
+    return BeforeValidator(validate)
+
+
+class ObservationConfig(OptionGroup):
+    """Options of the Observer, which turns unobserved messages into observations."""
+
+    model: ModelSpec = None
+    """Observer model spec; falls back to reflection.model, then the default model."""
+    instruction: str | None = None
+    """Text appended to the Observer's system prompt."""
+    thread_title: StrictBool = False
+    """Let the Observer propose a short thread title and update it when the topic changes."""
+    output: _Output = "text"
+    """How the Observer answers: 'text' (the tagged log), 'structured' (a JSON schema through
+    with_structured_output, rendered to the same log), or 'auto' (structured for a model on a
+    local OpenAI-compatible server such as llama.cpp, whose decoding the schema constrains;
+    text for every other model)."""
+    prompt: _Prompt = "default"
+    """The Observer's prompt: 'default', 'compact' (short, with placeholders instead of example
+    lines, for small models), or 'auto' (compact when the model name states at most 4B
+    parameters, or for a local server of unknown size)."""
+    extract: _Extractors = ()
+    """Extractors run during observation."""
+    manage_working_memory: StrictBool = False
+    """Add a working-memory extractor."""
+    observe_attachments: Annotated[
+        bool | Literal["auto"] | tuple[str, ...], BeforeValidator(attachments_rule)
+    ] = True
+    """True forwards attachments to the Observer, False drops them (keeping placeholders),
+    'auto' forwards them when the Observer model is multimodal; a list is a case-sensitive MIME
+    allowlist with 'image/*' and '*' wildcards."""
+    message_tokens: Annotated[int | Fraction, tokens_or_fraction(30_000)] = 30_000
+    """Unobserved-message tokens that trigger observation, or ``("fraction", 0.4)`` of the
+    agent model's context window (its LangChain profile's ``max_input_tokens``)."""
+    max_tokens_per_batch: Annotated[int, positive_tokens(10_000)] = 10_000
+    """Resource scope: token cap of one batch of threads observed together."""
+    model_settings: Annotated[ModelSettings, _model_settings(0.3)] = Field(
+        default_factory=lambda: ModelSettings(temperature=0.3)
+    )
+    """Observer sampling settings (temperature 0.3 unless given)."""
+    provider_options: dict[str, Any] | None = None
+    """Provider-specific options passed through to the Observer model."""
+    buffer_tokens: Annotated[
+        int | float | Literal[False],
+        numeric_rule(
+            "greater than 0 (or False)",
+            "Use a fraction of message_tokens (e.g. 0.2), an absolute token count, or False.",
+            lambda x: x > 0,
+            off=True,
+        ),
+    ] = 0.2
+    """Background buffering interval: below 1 a fraction of message_tokens, 1 or more absolute
+    tokens; must resolve below message_tokens; False turns off all async buffering."""
+    buffer_on_idle: StrictBool = False
+    """Buffer the remaining unobserved messages when an agent turn ends."""
+    use_usage_metadata: StrictBool = False
+    """Also trigger on the provider-reported usage of the last AI reply when it is larger than
+    the estimate: its ``usage_metadata`` total, less the observation log, plus the estimate of
+    the messages after it. It includes the agent's system prompt and tool schemas, so it only
+    decides whether this step crosses the threshold; how much activates or is observed, the
+    status and the buffering intervals keep using the estimate."""
+    buffer_activation: Annotated[
+        int | float,
+        numeric_rule(
+            "in (0, 1] or at least 1000",
+            "Use a fraction in (0, 1] (0.8 removes ~80%) or an absolute token count >= 1000.",
+            lambda x: 0 < x <= 1 or x >= 1000,
+        ),
+    ] = 0.8
+    """On activation: in (0, 1] the fraction of message_tokens to remove, 1000 or more the
+    number of tokens to keep."""
+    activate_after_idle: IdleAfter = None
+    """Idle time (ms, '5m', 'auto') after which buffered observations activate; None inherits
+    the top-level value, False switches it off."""
+    activate_on_provider_change: StrictBool | None = None
+    """Activate buffered observations when the actor model changes; None inherits."""
+    block_after: _BlockAfter = 1.2
+    """Synchronous observation threshold: in [1, 100) a multiple of message_tokens, 100 or more
+    absolute tokens above message_tokens."""
+    previous_observer_tokens: Annotated[
+        int | Literal[False],
+        numeric_rule(
+            "a whole number of tokens, 0 or more (or False)",
+            "Use e.g. 2000; 0 shows no previous observations, False shows all.",
+            lambda x: x >= 0,
+            whole=True,
+            off=True,
+        ),
+    ] = 2_000
+    """Token budget of previous observations shown to the Observer; 0 = none, False = all."""
+    failure_policy: Annotated[
+        Literal["raise", "continue"], BeforeValidator(failure_policy_rule)
+    ] = "raise"
+    """What a failed synchronous observation does: 'raise' fails the turn, 'continue' goes on
+    without observing (Mastra's 'throw', 'warn' and 'bypass' are accepted)."""
+    tool_result_max_tokens: Annotated[int, positive_tokens(10_000)] = 10_000
+    """Tool results longer than this are truncated before the Observer sees them."""
+
+    @model_validator(mode="after")
+    def _check_against_message_tokens(self) -> Self:
+        if isinstance(self.message_tokens, tuple):
+            return self  # checked once the fraction is resolved against the model
+        limit, interval = self.message_tokens, self.buffer_interval_tokens
+        if interval is not None and not 0 < interval < limit:
+            raise InvalidOption(
+                f"resolves to {interval} tokens; it must be at least 1 and below "
+                f"message_tokens ({limit})",
+                "Use a fraction such as 0.2, fewer tokens, or raise message_tokens.",
+                option="buffer_tokens",
+            )
+        if self.buffer_activation >= max(1000, limit):
+            raise InvalidOption(
+                f"keeps {self.buffer_activation} tokens, not below message_tokens ({limit})",
+                "Use a fraction such as 0.8, or keep fewer tokens than message_tokens.",
+                option="buffer_activation",
+            )
+        if 100 <= self.block_after <= limit:
+            raise InvalidOption(
+                f"is {self.block_after} tokens, not above message_tokens ({limit})",
+                "Use a multiple such as 1.2, or a token count above message_tokens.",
+                option="block_after",
+            )
+        return self
+
+    @property
+    def buffer_interval_tokens(self) -> int | None:
+        """Absolute buffering interval in tokens; None when ``buffer_tokens`` is False.
+
+        Resource scope turns buffering off too: see ``ObservationalMemoryConfig.buffering_enabled``.
+        """
+        value = self.buffer_tokens
+        if value is False:
+            return None
+        return round(value * self.message_tokens_abs) if value < 1 else round(value)
+
+    @property
+    def message_tokens_abs(self) -> int:
+        """``message_tokens`` in tokens; raises when it is a fraction not resolved yet."""
+        return absolute_tokens(self.message_tokens, "observation.message_tokens")
+
+    @property
+    def retention_floor_tokens(self) -> int:
+        """Unobserved tokens kept by an activation: ``message_tokens × (1 − buffer_activation)``."""
+        value = self.buffer_activation
+        return round(value) if value >= 1000 else round(self.message_tokens_abs * (1 - value))
+
+    @property
+    def block_after_tokens(self) -> int:
+        """Unobserved tokens at which observation runs synchronously."""
+        value = self.block_after
+        return round(value) if value >= 100 else round(value * self.message_tokens_abs)
+
+
+class ReflectionConfig(OptionGroup):
+    """Options of the Reflector, which condenses the observation log."""
+
+    model: ModelSpec = None
+    """Reflector model spec; falls back to observation.model, then the default model."""
+    instruction: str | None = None
+    """Text appended to the Reflector's system prompt."""
+    extract: _Extractors = ()
+    """Extractors run during reflection."""
+    output: _Output = "text"
+    """How the Reflector answers: 'text', 'structured' or 'auto', as observation.output."""
+    observation_tokens: Annotated[int | Fraction, tokens_or_fraction(40_000)] = 40_000
+    """Observation tokens that trigger reflection, or ``("fraction", 0.1)`` of the agent
+    model's context window."""
+    model_settings: Annotated[ModelSettings, _model_settings(0.0)] = Field(
+        default_factory=lambda: ModelSettings(temperature=0.0)
+    )
+    """Reflector sampling settings (temperature 0 unless given)."""
+    provider_options: dict[str, Any] | None = None
+    """Provider-specific options passed through to the Reflector model."""
+    buffer_activation: Annotated[
+        float,
+        numeric_rule(
+            "in (0, 1]",
+            "Use a fraction of observation_tokens in (0, 1], e.g. 0.5.",
+            lambda x: 0 < x <= 1,
+        ),
+    ] = 0.5
+    """Start background reflection at this fraction of observation_tokens, in (0, 1]."""
+    activate_after_idle: IdleAfter = None
+    """Idle time (ms, '5m', 'auto') after which a buffered reflection activates; never inherited
+    from the top level; None or False = off."""
+    activate_on_provider_change: StrictBool = False
+    """Activate a buffered reflection when the actor model changes; never inherited."""
+    block_after: _BlockAfter = 1.2
+    """Synchronous reflection threshold: in [1, 100) a multiple of observation_tokens, 100 or
+    more absolute tokens above observation_tokens."""
+
+    @model_validator(mode="after")
+    def _check_against_observation_tokens(self) -> Self:
+        if isinstance(self.observation_tokens, tuple):
+            return self  # checked once the fraction is resolved against the model
+        if 100 <= self.block_after <= self.observation_tokens:
+            raise InvalidOption(
+                f"is {self.block_after} tokens, not above observation_tokens "
+                f"({self.observation_tokens})",
+                "Use a multiple such as 1.2, or a token count above observation_tokens.",
+                option="block_after",
+            )
+        return self
+
+    @property
+    def block_after_tokens(self) -> int:
+        """Observation tokens at which reflection runs synchronously."""
+        value = self.block_after
+        return round(value) if value >= 100 else round(value * self.observation_tokens_abs)
+
+    @property
+    def observation_tokens_abs(self) -> int:
+        """``observation_tokens`` in tokens; raises when it is a fraction not resolved yet."""
+        return absolute_tokens(self.observation_tokens, "reflection.observation_tokens")
+
+    @property
+    def buffer_start_tokens(self) -> int:
+        """Observation tokens at which background reflection starts."""
+        return round(self.buffer_activation * self.observation_tokens_abs)
+
+
+class RetrievalConfig(OptionGroup):
+    """Options of retrieval: source pointers on observation groups and the ``recall`` tool."""
+
+    vector: StrictBool = False
+    """Add semantic search through a vector-indexed store and an embedder."""
+    scope: _RecallScope = "resource"
+    """Search all threads of the resource ('resource') or only the current thread ('thread')."""
+    instructions: str | None = None
+    """Text appended to the built-in recall guidance."""
+
+
+class Hooks(OptionGroup):
+    """Callbacks (sync or async) around every observation and reflection cycle.
+
+    Each gets a context with ``thread_id``, ``resource_id`` and ``trigger``; end hooks also get
+    token usage and ``error`` on failure. A hook that raises is logged, never fatal.
+    """
+
+    on_observation_start: _Hook = None
+    """Called when an observation cycle starts."""
+    on_observation_end: _Hook = None
+    """Called when an observation cycle ends (also on failure)."""
+    on_reflection_start: _Hook = None
+    """Called when a reflection cycle starts."""
+    on_reflection_end: _Hook = None
+    """Called when a reflection cycle ends (also on failure)."""
+
+
+def absolute_tokens(value: int | Fraction, option: str) -> int:
+    """``value`` in tokens; a fraction of the context window not resolved yet raises."""
+    if isinstance(value, tuple):
+        raise OMConfigError(
+            f"Option {option!r} is {value!r} of the agent model's context window, which is not "
+            "known here. Pass actor_model=<the agent's chat model> (to ObservationalMemory, the "
+            "graph nodes or the history adapter), or use an absolute token count.",
+            option=option,
+        )
+    return value
