@@ -255,7 +255,6 @@ def run_cycle(cycle: Cycle, body: CycleBody) -> Plan[OMRecord]:
             cycle.cycle_id,
             reason,
             type(exc).__name__,
-            exc_info=(type(exc), exc, None),
         )
         cycle.emit(
             _buffering_failed(cycle, error, reason, retention)

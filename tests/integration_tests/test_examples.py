@@ -63,3 +63,13 @@ def test_recall_chain_example_pages_back(capsys: pytest.CaptureFixture[str]) -> 
     runpy.run_path(str(EXAMPLES / "recall_chain.py"), run_name="__main__")
     out = capsys.readouterr().out
     assert "recall" in out.lower() and "Lisbon" in out
+
+
+def test_bad_observer_replies_example_archives_nothing_until_a_real_reply(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = run_example("bad_observer_replies.py", capsys)
+    assert "turn 0: 2 messages in the window, 0 archived" in out
+    assert "turn 1: 4 messages in the window, 0 archived" in out
+    assert "failed cycles and their reasons: ['empty', 'echo']" in out
+    assert number(r"turn 7: \d+ messages in the window, (\d+) archived", out) > 0

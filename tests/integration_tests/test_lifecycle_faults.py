@@ -14,7 +14,7 @@ import os
 import random
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,11 +25,10 @@ from langchain_om import ObservationalMemory
 from tests.helpers import Clock
 from tests.lifecycle import DOORS, OPTIONS, Door, FaultyModel, odd_id, run_lifecycle
 
-SEEDS_PER_STORE = int(os.environ.get("LC_SEEDS", "201"))
+SEEDS_PER_STORE = int(os.environ.get("LANGCHAIN_OM_LIFECYCLE_SEEDS", "201"))
 TURNS = (6, 9)
 LIFECYCLE_OPTIONS: dict[str, Any] = {**OPTIONS, "reflection": {"observation_tokens": 200}}
 """A smaller log than the unit lifecycle's, so short seeds reflect too."""
-URL = os.environ.get("LANGCHAIN_OM_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 Store = Literal["sqlite", "postgres"]
 
 FAULTS_SEEN = {
@@ -45,23 +44,6 @@ FAULTS_SEEN = {
     "reflector:one-line",
     "reflector:looping",
 }
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[tuple[Any, Any]]:
-    psycopg = pytest.importorskip("psycopg")
-    saver_cls = pytest.importorskip("langgraph.checkpoint.postgres").PostgresSaver
-    store_cls = pytest.importorskip("langgraph.store.postgres").PostgresStore
-    try:
-        psycopg.connect(URL, connect_timeout=3).close()
-    except psycopg.OperationalError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"PostgreSQL is required in CI at {URL}: {exc}")
-        pytest.skip(f"no PostgreSQL at {URL}")
-    with saver_cls.from_conn_string(URL) as saver, store_cls.from_conn_string(URL) as store:
-        saver.setup()
-        store.setup()
-        yield saver, store
 
 
 def _sqlite(tmp_path: Path) -> Callable[[int, dict[str, Any]], ObservationalMemory]:
