@@ -10,6 +10,7 @@ a server). Each store runs :data:`SEEDS_PER_STORE` seeds, split over the three f
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import uuid
@@ -22,6 +23,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_om import ObservationalMemory
+from langchain_om.tools import create_recall_tool
 from tests.helpers import Clock
 from tests.lifecycle import DOORS, OPTIONS, Door, FaultyModel, odd_id, run_lifecycle
 
@@ -101,6 +103,7 @@ def test_lifecycle_on_real_storage(
                 resource_id=resource,
                 turns=TURNS,
             )
+            _recall_answers(memory, door, thread, resource)
             if store == "postgres":
                 memory.forget(thread_id=thread, resource_id=resource)
                 if door != "history":
@@ -114,6 +117,17 @@ def test_lifecycle_on_real_storage(
     print(f"{store}: {SEEDS_PER_STORE} seeds, {steps} steps checked, faults {dict(faults)}")
     assert steps >= SEEDS_PER_STORE * TURNS[0]
     assert FAULTS_SEEN <= set(faults), FAULTS_SEEN - set(faults)
+
+
+def _recall_answers(memory: ObservationalMemory, door: Door, thread: str, resource: str) -> None:
+    """The recall tool answers on the seed's odd ids, on the real store (never raises)."""
+    tool = create_recall_tool(memory)
+    config = {"configurable": {"thread_id": thread, "resource_id": resource}}
+    out = tool.invoke({"anchor": "end", "limit": 5}, config)
+    assert isinstance(out, str) and out
+    if door == "history":  # standalone state: the thread's archive and window
+        data = json.loads(out)
+        assert "error" not in data and data["messages"], out[:300]
 
 
 def test_odd_ids_on_sqlite(tmp_path: Path) -> None:
