@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 
 from langchain_om import ObservationalMemory
 from langchain_om.tools import create_recall_tool
@@ -122,7 +123,7 @@ def test_lifecycle_on_real_storage(
 def _recall_answers(memory: ObservationalMemory, door: Door, thread: str, resource: str) -> None:
     """The recall tool answers on the seed's odd ids, on the real store (never raises)."""
     tool = create_recall_tool(memory)
-    config = {"configurable": {"thread_id": thread, "resource_id": resource}}
+    config: RunnableConfig = {"configurable": {"thread_id": thread, "resource_id": resource}}
     out = tool.invoke({"anchor": "end", "limit": 5}, config)
     assert isinstance(out, str) and out
     if door == "history":  # standalone state: the thread's archive and window
