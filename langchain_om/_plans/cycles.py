@@ -255,6 +255,7 @@ def run_cycle(cycle: Cycle, body: CycleBody) -> Plan[OMRecord]:
             cycle.cycle_id,
             reason,
             type(exc).__name__,
+            exc_info=(type(exc), exc, None),  # the full error for the logger, never for events
         )
         cycle.emit(
             _buffering_failed(cycle, error, reason, retention)

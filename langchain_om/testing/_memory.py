@@ -2,10 +2,9 @@
 
 :func:`memory_model` returns a :class:`FunctionChatModel` that answers like a well-behaved
 Observer (one observation per message it is shown, under the same ``Date:`` headers) and
-Reflector (keeps the dates, every 🔴 line shortened to its names and numbers, and about ``keep``
-of the other lines, shortened; when that is still above the size the prompt asks for, the
-oldest lines go first). It needs no network and
-gives the same output for the same input, so apps that use OM can be tested offline.
+Reflector (keeps the dates, every 🔴 line and about ``keep`` of the other lines, shortened;
+when that is still above the size the prompt asks for, it keeps every k-th line). It needs no
+network and gives the same output for the same input, so apps that use OM can be tested offline.
 """
 
 from __future__ import annotations
@@ -40,23 +39,6 @@ def _observe(history: str, words: int) -> str:
     return "\n".join(out)
 
 
-def _condense_high(line: str) -> str:
-    """A 🔴 line cut to its mark, speaker and about 70% of its names, numbers and identifiers."""
-    parts = line.split()
-    mark = parts[:2]
-    body = parts[2:]
-    if body and re.fullmatch(r"\(\d\d:\d\d\)", body[0]):
-        body = body[1:]
-    head = body[:2] if len(body) > 1 and body[1] == "said:" else body[:1]
-    facts = [
-        w
-        for w in body[len(head) :]
-        if any(c.isdigit() for c in w) or w[:1].isupper() or any(m in w for m in "/_#@")
-    ]
-    keep = max(1, -(-len(facts) * 7 // 10))
-    return " ".join([*mark, *head, *facts[:keep]]) if facts else " ".join(parts[: 4 + 4])
-
-
 def _reflect(observations: str, keep: float, words: int, target: int | None = None) -> str:
     lines = [line for line in observations.splitlines() if line.strip()]
     kept: list[str] = []
@@ -68,9 +50,7 @@ def _reflect(observations: str, keep: float, words: int, target: int | None = No
             if not kept or kept[-1] != line:
                 kept.append(line)
             continue
-        if "🔴" in line[:6]:
-            kept.append(_condense_high(line))
-        elif index % step == 0:
+        if "🔴" in line[:6] or index % step == 0:
             kept.append(" ".join(line.split()[: 4 + words]))
         index += 1
     while kept and kept[-1].startswith("Date:"):
@@ -78,7 +58,7 @@ def _reflect(observations: str, keep: float, words: int, target: int | None = No
     if not any(not k.startswith("Date:") for k in kept) and bullets:
         kept.append(bullets[-1])
     if target is not None:
-        kept = _newest_within(kept, target)
+        kept = _thinned_within(kept, target)
     return "\n".join(kept)
 
 
@@ -90,21 +70,29 @@ def _estimate(lines: list[str]) -> int:
     return sum(len(line) // 3 + 2 for line in lines)
 
 
-def _newest_within(lines: list[str], target: int) -> list[str]:
-    """The newest observation lines (with their ``Date:`` headers) that fit ``target``."""
-    start = len(lines)
-    for index in range(len(lines) - 1, -1, -1):
-        if lines[index].startswith("Date:"):
-            continue
-        bullets = [line for line in lines[index:] if not line.startswith("Date:")]
-        if start < len(lines) and _estimate(bullets) >= max(1, target):
-            break
-        start = index
-    header = next((k for k in range(start, -1, -1) if lines[k].startswith("Date:")), None)
-    tail = [line for line in lines[start:]]
-    if header is not None and header < start:
-        tail.insert(0, lines[header])
-    return tail
+def _thinned_within(lines: list[str], target: int) -> list[str]:
+    """Every k-th observation line (the first and the newest always), so they fit ``target``.
+
+    ``Date:`` headers stay with the lines they date; the thinning is even, like a Reflector
+    that drops detail everywhere rather than forgetting the start.
+    """
+    bullets = [i for i, line in enumerate(lines) if not line.startswith("Date:")]
+    size = _estimate([lines[i] for i in bullets])
+    if size < max(1, target) or len(bullets) < 3:
+        return lines
+    step = -(-size // max(1, target)) + 1
+    keep = set(bullets[::step]) | {bullets[-1]}
+    out: list[str] = []
+    header: str | None = None
+    for i, line in enumerate(lines):
+        if line.startswith("Date:"):
+            header = line
+        elif i in keep:
+            if header is not None:
+                out.append(header)
+                header = None
+            out.append(line)
+    return out
 
 
 def memory_model(*, words: int = 8, keep: float = 0.3, name: str = "memory") -> FunctionChatModel:
@@ -112,8 +100,8 @@ def memory_model(*, words: int = 8, keep: float = 0.3, name: str = "memory") -> 
 
     Args:
         words: words of each message (or observation) kept in an observation line.
-        keep: fraction of observation lines a reflection keeps (one in ``round(1/keep)``
-            lines, plus the date headers).
+        keep: fraction of the lines other than 🔴 ones a reflection keeps (one in
+            ``round(1/keep)``; every 🔴 line and the date headers are kept).
         name: the model name it reports.
 
     Example:
