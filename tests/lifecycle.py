@@ -222,7 +222,11 @@ def shown_tokens(memory: ObservationalMemory, record: Any) -> int:
     if opening not in text:
         return 0
     body = text.split(opening, 1)[1].rsplit(f"\n{OBSERVATIONS_CLOSE}", 1)[0]
-    lines = [line for line in body.splitlines() if not line.startswith(("[", "## Group"))]
+    lines = [
+        line
+        for line in body.splitlines()
+        if line.strip() and not line.startswith(("[", "## Group", "_range"))
+    ]
     return get_default_counter().count_text("\n".join(lines).strip())
 
 

@@ -190,11 +190,13 @@ def render_memory(
     if recall_instructions and recall_instructions.strip():
         preamble += "\n\n" + recall_instructions.strip()
 
+    texts = _annotated(groups, today)
+    if max_observation_tokens is not None and count is not None:
+        groups, texts, hidden = _fit_annotated(
+            groups, texts, hidden, max_observation_tokens, count, today
+        )
     blocks = [preamble]
-    previous: date | None = None
-    for index, group in enumerate(groups):
-        text = neutralise(group["text"].strip(), openings=MEMORY_OPENINGS, dates=False)
-        body, previous = annotate_relative_time(text, today, previous)
+    for index, (group, body) in enumerate(zip(groups, texts, strict=True)):
         if ranges:
             body = _group_heading(group) + "\n\n" + body
         if index == 0:
@@ -207,6 +209,48 @@ def render_memory(
     if hints_block:
         blocks.append(hints_block)
     return MemoryContext(blocks=blocks)
+
+
+def _fit_annotated(
+    groups: list[ObservationGroup],
+    texts: list[str],
+    hidden: int,
+    max_tokens: int,
+    count: Callable[[str], int],
+    today: date,
+) -> tuple[list[ObservationGroup], list[str], int]:
+    """Shown groups whose labelled text (relative dates added) still fits ``max_tokens``."""
+    for _ in range(8):
+        over = count(_shown_lines(texts)) - max_tokens
+        if over <= 0 or not groups:
+            break
+        if len(groups) > 1:  # the labels made the shown groups too large: one fewer
+            hidden += _bullets(groups[0]["text"])
+            groups = groups[1:]
+        else:
+            if _bullets(groups[0]["text"]) <= 1:
+                break
+            room = count(groups[0]["text"]) - over - 1  # the raw text, less what labels add
+            groups, extra = bounded_groups(groups, max(1, room), count)
+            hidden += extra
+        texts = _annotated(groups, today)
+    return groups, texts, hidden
+
+
+def _shown_lines(texts: Sequence[str]) -> str:
+    """The observation lines of ``texts`` (no blank lines), as measured against the cap."""
+    return "\n".join(line for text in texts for line in text.splitlines() if line.strip())
+
+
+def _annotated(groups: Sequence[ObservationGroup], today: date) -> list[str]:
+    """Each group's text as shown: markup neutralised, dates labelled relative to ``today``."""
+    out: list[str] = []
+    previous: date | None = None
+    for group in groups:
+        text = neutralise(group["text"].strip(), openings=MEMORY_OPENINGS, dates=False)
+        body, previous = annotate_relative_time(text, today, previous)
+        out.append(body)
+    return out
 
 
 def hidden_note(lines: int) -> str:
@@ -234,17 +278,21 @@ def bounded_groups(
         kept.append(group)
         total += size
     kept.reverse()
-    hidden = sum(_bullets(g["text"]) for g in groups[: len(groups) - len(kept)])
     if kept:
-        return kept, hidden
+        return kept, sum(_bullets(g["text"]) for g in groups[: len(groups) - len(kept)])
+    hidden = sum(_bullets(g["text"]) for g in groups[:-1])
     newest = groups[-1]
     lines = newest["text"].strip().splitlines()
     measure = count or (lambda text: len(text) // 3 + 1)
+
+    def from_line(k: int) -> list[str]:  # lines[k:] under the Date: header that dates them
+        header = next((h for h in reversed(lines[:k]) if h.startswith("Date:")), None)
+        return ([header] if header and not lines[k].startswith("Date:") else []) + lines[k:]
+
     start = len(lines) - 1
-    while start > 0 and measure("\n".join(lines[start - 1 :])) <= max_tokens:
+    while start > 0 and measure("\n".join(from_line(start - 1))) <= max_tokens:
         start -= 1
-    header = next((line for line in lines[:start] if line.startswith("Date:")), None)
-    shown = ([header] if header and not lines[start].startswith("Date:") else []) + lines[start:]
+    shown = from_line(start)
     hidden += sum(1 for line in lines[:start] if line.strip() and not line.startswith("Date:"))
     cut: ObservationGroup = {
         **newest,

@@ -14,6 +14,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 
 from langchain_om import ObservationalMemoryMiddleware
+from langchain_om._core.render import bounded_groups
 from langchain_om._core.retention import MIN_RETENTION, check_reflection, required_retention
 from langchain_om._core.tokens import get_default_counter
 from langchain_om._plans.turn import arrives_oversized
@@ -153,3 +154,16 @@ def test_a_log_above_block_after_is_shown_from_its_newest_groups() -> None:
     assert COUNTER.count_text("\n".join(shown)) <= 240
     newest = record["groups"][-1]["text"].splitlines()[-1]
     assert newest in body  # the newest observations are the ones shown
+
+
+def test_a_single_group_above_the_cap_shows_its_newest_lines_under_their_date() -> None:
+    lines = [f"* 🔴 (09:{i:02d}) User paid invoice {1000 + i}." for i in range(40)]
+    text = "Date: Nov 29, 2026\n" + "\n".join(lines[:20]) + "\nDate: Nov 30, 2026\n"
+    text += "\n".join(lines[20:])
+    group: Any = {"id": "g", "kind": "observation", "text": text, "tokens": 10_000}
+    shown, hidden = bounded_groups([group], 60, COUNTER.count_text)
+    assert len(shown) == 1 and hidden > 0
+    out = shown[0]["text"].splitlines()
+    assert out[0] == "Date: Nov 30, 2026" and out[-1] == lines[-1]
+    assert COUNTER.count_text(shown[0]["text"]) <= 60
+    assert hidden + len(out) - 1 == 40  # every line is either shown or counted as hidden
