@@ -41,6 +41,7 @@ from langchain_om.config import (
 from langchain_om.engine import ObservationalMemory, ThreadSnapshot
 from langchain_om.errors import (
     CycleFailedError,
+    HookError,
     MissingProviderError,
     ModelResolutionError,
     ModelTierExceededError,
@@ -52,7 +53,7 @@ from langchain_om.errors import (
     StorageError,
 )
 from langchain_om.events import OMEvent
-from langchain_om.extractors import Extractor
+from langchain_om.extractors import Extractor, WorkingMemoryExtractor
 from langchain_om.graph import add_observational_memory
 from langchain_om.history import ObservationalChatMessageHistory
 from langchain_om.middleware import ObservationalMemoryMiddleware
@@ -63,6 +64,7 @@ __all__ = [
     "CallableTokenCounter",
     "CycleFailedError",
     "Extractor",
+    "HookError",
     "Hooks",
     "MemoryContext",
     "MissingProviderError",
@@ -89,6 +91,7 @@ __all__ = [
     "ThreadSnapshot",
     "TokenCounter",
     "TurnOutcome",
+    "WorkingMemoryExtractor",
     "__version__",
     "add_observational_memory",
     "as_token_counter",

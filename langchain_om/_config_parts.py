@@ -432,13 +432,18 @@ class RetrievalConfig(OptionGroup):
     """Search all threads of the resource ('resource') or only the current thread ('thread')."""
     instructions: str | None = None
     """Text appended to the built-in recall guidance."""
+    min_score: float = Field(default=0.25, ge=0, le=1)
+    """Relevance floor of ``mode="search"``: hits with a lower similarity score are dropped
+    (a query that matches nothing says so instead of returning the nearest noise)."""
 
 
 class Hooks(OptionGroup):
     """Callbacks (sync or async) around every observation and reflection cycle.
 
-    Each gets a context with ``thread_id``, ``resource_id`` and ``trigger``; end hooks also get
-    token usage and ``error`` on failure. A hook that raises is logged, never fatal.
+    The ``on_*`` telemetry hooks get a context with ``thread_id``, ``resource_id`` and
+    ``trigger``; end hooks also get token usage and ``error`` on failure. A telemetry hook that
+    raises is logged, never fatal. The transform hooks (``before_*`` / ``after_*``) change what
+    memory sees and keeps; one that raises fails its cycle cleanly (``HookError``).
     """
 
     on_observation_start: _Hook = None
@@ -449,6 +454,32 @@ class Hooks(OptionGroup):
     """Called when a reflection cycle starts."""
     on_reflection_end: _Hook = None
     """Called when a reflection cycle ends (also on failure)."""
+
+    # --- transform hooks (they change what memory sees and writes; a raise fails the cycle) --
+    before_observation: _Hook = None
+    """``(messages, ctx) -> messages``: filter or redact the batch before the Observer sees
+    it; an empty result marks the batch observed without a model call."""
+    after_observation: _Hook = None
+    """``(observations, ctx) -> str | None | False``: edit the new observation text (None
+    keeps it, False vetoes it: nothing is added, the batch still counts as observed)."""
+    before_reflection: _Hook = None
+    """``(observations, ctx) -> str | None``: the log text given to the Reflector."""
+    after_reflection: _Hook = None
+    """``(observations, ctx) -> str | None | False``: edit the reflected text (None keeps it,
+    False vetoes it: the log stays as it was)."""
+    archive_transformed: StrictBool = False
+    """Archive the messages as ``before_observation`` returned them (redacted), not the
+    originals; messages it dropped are archived as a placeholder. Needs before_observation."""
+
+    @model_validator(mode="after")
+    def _check_archive_transformed(self) -> Self:
+        if self.archive_transformed and self.before_observation is None:
+            raise InvalidOption(
+                "needs hooks.before_observation",
+                "Set hooks.before_observation to the redactor, or drop archive_transformed.",
+                option="archive_transformed",
+            )
+        return self
 
 
 def absolute_tokens(value: int | Fraction, option: str) -> int:

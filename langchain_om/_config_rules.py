@@ -20,6 +20,7 @@ from typing import Any, Literal, cast, get_args
 
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
+from langchain_om._core.preamble import PREAMBLE_PLACEHOLDERS, preamble_problems
 from langchain_om.errors import OMConfigError
 
 _DURATION_FIX = (
@@ -314,3 +315,22 @@ def resolve_fraction(value: int | Fraction, window: int | None, option: str, mod
             option=option,
         )
     return max(1, int(window * value[1]))
+
+
+def preamble_rule(value: Any) -> Any:
+    """A custom preamble: ``None`` or a template whose placeholders are all known."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidOption(
+            f"must be a non-empty template string or None, got {brief(value)}",
+            "Pass e.g. 'Notes about the user (today is {current_date}):\\n{observations}'.",
+        )
+    problems = preamble_problems(value)
+    if problems:
+        raise InvalidOption(
+            "has " + "; ".join(problems),
+            f"Use only {', '.join('{' + p + '}' for p in PREAMBLE_PLACEHOLDERS)}, and write "
+            "literal braces as {{ and }}.",
+        )
+    return value

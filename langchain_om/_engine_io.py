@@ -11,8 +11,8 @@ shapes a thread's state into a snapshot. ``ObservationalMemory`` holds one and d
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, NotRequired, Required, TypedDict, TypeVar
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, NotRequired, Required, TypedDict, TypeVar
 
 from langchain_core.messages import (
     BaseMessage,
@@ -20,7 +20,10 @@ from langchain_core.messages import (
     SystemMessage,
     convert_to_messages,
 )
+from langgraph.store.base import BaseStore
 
+from langchain_om._checkpoint_view import GraphThread
+from langchain_om._core.record import check_owner, new_record
 from langchain_om._core.render import MemoryContext
 from langchain_om._core.types import OMRecord
 from langchain_om._plans.background import Background
@@ -63,6 +66,9 @@ class StepOptions(TypedDict, total=False):
     """The agent's model call overflowed its context window: observe now whatever the
     thresholds (buffered observations first, the current turn kept) and emit
     ``data-om-context-overflow``."""
+    store: BaseStore | None
+    """The store of the graph run this step belongs to (``runtime.store``): the archive,
+    buffered chunks and search documents go there. ``None``: ``memory.store``."""
 
 
 class EndTurnOptions(TypedDict):
@@ -75,6 +81,8 @@ class EndTurnOptions(TypedDict):
     record: NotRequired[OMRecord | dict[str, Any] | None]
     """The thread's OM record (``None`` starts a new one)."""
     resource_id: NotRequired[str | None]
+    store: NotRequired[BaseStore | None]
+    """The graph run's store (``runtime.store``); ``None``: ``memory.store``."""
 
 
 @dataclass(frozen=True)
@@ -86,11 +94,21 @@ class ThreadSnapshot:
     window: list[BaseMessage]
     status: StatusEvent
     context: MemoryContext
+    source: Literal["store", "checkpoint"] = field(default="store", repr=False)
+    """Where the thread's memory lives: the store (standalone and history threads) or a
+    graph checkpoint (agent and graph threads)."""
+    checkpoint_id: str | None = field(default=None, repr=False)
+    """The checkpoint read, for agent and graph threads."""
 
     @property
     def observations(self) -> str:
         """The observation log as text."""
         return "\n\n".join(g["text"] for g in self.record["groups"])
+
+    @property
+    def extracted(self) -> dict[str, Any]:
+        """The extractors' values (schema extractors' as validated JSON), by key path."""
+        return dict(self.record["extracted"])
 
     def _repr_html_(self) -> str:
         return render_html(self)
@@ -106,6 +124,12 @@ class Runs:
     env: Callable[[], TurnEnv]
     """The engine's default environment (for the status of a state that carries none)."""
     render: Callable[[OMRecord], MemoryContext]
+
+    def on_store(self, store: BaseStore | None) -> Runs:
+        """These runs on the graph run's ``store`` (``None`` or memory's own store: these)."""
+        if store is None or store is self.executor.store:
+            return self
+        return replace(self, executor=self.executor.with_store(store))
 
     def run(self, plan: Plan[_T]) -> _T:
         """Run ``plan`` with the sync driver."""
@@ -147,6 +171,34 @@ class Runs:
         """Async twin of :meth:`standalone` (its jobs as tasks)."""
         state = await self.alocked(thread_id, plan)
         return self.snapshot(thread_id, self.start_tasks(state))
+
+    def checkpoint_state(
+        self,
+        thread_id: str,
+        resource_id: str | None,
+        checkpoint_id: str | None,
+        found: GraphThread | None,
+    ) -> ThreadState | None:
+        """An agent or graph thread's state from the checkpoint ``found`` (``None``: none)."""
+        if found is None:
+            if checkpoint_id is None:
+                return None  # a standalone or history thread: the store has it
+            raise OMUsageError(
+                f"No checkpoint {checkpoint_id!r} for thread {thread_id!r} in this checkpointer; "
+                "list them with graph.get_state_history(config)."
+            )
+        record = found.record
+        if record is None:
+            record = new_record(thread_id=thread_id, resource_id=resource_id, now="")
+        check_owner(record["resource_id"], thread_id=thread_id, resource_id=resource_id)
+        return ThreadState(record, found.window)
+
+    @staticmethod
+    def from_checkpoint(snap: ThreadSnapshot, found: GraphThread | None) -> ThreadSnapshot:
+        """``snap`` marked as read from the checkpoint ``found`` (when there was one)."""
+        if found is None:
+            return snap
+        return replace(snap, source="checkpoint", checkpoint_id=found.checkpoint_id)
 
     def snapshot(self, thread_id: str, state: ThreadState) -> ThreadSnapshot:
         """``state`` as a snapshot, with its status (computed when the plan left none)."""

@@ -12,10 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain.agents.middleware.internal_call_transformer import internal_call_metadata
-from langchain_core.runnables import RunnableConfig
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.constants import TAG_NOSTREAM
 
 from langchain_om._call_modes import adapt_attempt
+from langchain_om._core.schemas import StructuredRequest, schema_title
 from langchain_om._plans.effects import ModelCall
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.models import RunContext, plan_attempts
@@ -67,6 +69,7 @@ class RoleModels:
             else effect.temperature,
             max_output_tokens=role.model_settings.max_output_tokens,
             provider_options=role.provider_options,
+            top_p=role.model_settings.top_p,
         )
         return [adapt_attempt(a, effect.role, cfg) for a in planned]
 
@@ -86,6 +89,49 @@ class RoleModels:
         if self.sleep is not None:
             kwargs["sleep"] = _async_sleep_of(self.sleep)
         return await ainvoke_model(self.attempts(effect), list(effect.messages), **kwargs)
+
+    def _structured_attempts(
+        self, request: StructuredRequest
+    ) -> tuple[list[ModelAttempt], RunnableConfig]:
+        """The role's models asked through ``with_structured_output`` (raw reply kept)."""
+        probe = ModelCall(
+            role=request.role,
+            messages=request.messages,
+            input_tokens=request.input_tokens,
+            thread_id=request.thread_id,
+            resource_id=request.resource_id,
+            cycle_id=request.cycle_id,
+            trigger="extract",
+        )
+        attempts = []
+        for attempt in self.attempts(probe):
+            chain = attempt.model.with_structured_output(request.schema, include_raw=True)
+            bound = chain | RunnableLambda(_carry_parsed, name="langchain_om_extract")
+            attempts.append(attempt._replace(bound=bound))
+        config = role_call_config(probe)
+        config["run_name"] = f"langchain_om:extract:{request.slug}"
+        return attempts, config
+
+    def structured(self, request: StructuredRequest) -> Any:
+        """A schema extractor's structured value (blocking), retrying transient errors.
+
+        Raises:
+            ValueError: the reply did not parse into the schema.
+        """
+        attempts, config = self._structured_attempts(request)
+        kwargs: dict[str, Any] = {"policy": self.policy, "config": config}
+        if self.sleep is not None:
+            kwargs["sleep"] = self.sleep
+        return _parsed(invoke_model(attempts, list(request.messages), **kwargs), request)
+
+    async def astructured(self, request: StructuredRequest) -> Any:
+        """Async twin of :meth:`structured`."""
+        attempts, config = self._structured_attempts(request)
+        kwargs: dict[str, Any] = {"policy": self.policy, "config": config}
+        if self.sleep is not None:
+            kwargs["sleep"] = _async_sleep_of(self.sleep)
+        result = await ainvoke_model(attempts, list(request.messages), **kwargs)
+        return _parsed(result, request)
 
     def model_id(self, role: str, input_tokens: int) -> str | None:
         """``provider/model`` a role would use for an input of ``input_tokens`` (else ``None``)."""
@@ -136,3 +182,28 @@ def _async_sleep_of(sleep: Callable[[float], None]) -> Callable[[float], Any]:
         sleep(seconds)
 
     return asleep
+
+
+_PARSED_KEY = "langchain_om_structured"
+
+
+def _carry_parsed(out: Any) -> AIMessage:
+    """The raw reply of ``with_structured_output(include_raw=True)``, carrying the parsed value."""
+    if not isinstance(out, dict) or "raw" not in out:
+        return AIMessage("", additional_kwargs={_PARSED_KEY: {"parsed": out, "error": None}})
+    raw = out["raw"] if isinstance(out["raw"], AIMessage) else AIMessage(str(out["raw"]))
+    error = out.get("parsing_error")
+    carried = {"parsed": out.get("parsed"), "error": str(error) if error is not None else None}
+    return raw.model_copy(
+        update={"additional_kwargs": {**raw.additional_kwargs, _PARSED_KEY: carried}}
+    )
+
+
+def _parsed(result: ModelCallResult, request: StructuredRequest) -> Any:
+    carried = result.message.additional_kwargs.get(_PARSED_KEY) or {}
+    if carried.get("error") or carried.get("parsed") is None:
+        reason = carried.get("error") or "no structured value in the reply"
+        raise ValueError(
+            f"the {schema_title(request.schema)} reply did not fit the schema: {reason}"
+        )
+    return carried["parsed"]

@@ -1,5 +1,7 @@
 """Construction-time checks of the engine's arguments: model specs, timezone, clock, background.
 
+Options the engine does not honour yet are refused here too (see :mod:`langchain_om._unbuilt`).
+
 Everything that can be known before the first model call is checked when the memory is built,
 so a typo fails at ``ObservationalMemory(...)`` rather than 30 000 tokens later. Model strings
 are checked without building their clients (no SDK object, no network): the provider must be
@@ -19,6 +21,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableBinding
 
 from langchain_om._providers import DEFAULT_MODEL, check_model_string
+from langchain_om._unbuilt import refuse_unbuilt
 from langchain_om.config import ObservationalMemoryConfig, _caller_stacklevel
 from langchain_om.errors import MissingProviderError, ModelResolutionError, OMConfigError
 from langchain_om.models import ModelByInputTokens, ModelWithRetries
@@ -40,6 +43,7 @@ def check_engine_args(
         OMConfigError: an argument is invalid; the message names it and the fix.
         MissingProviderError: a model's provider package is not installed.
     """
+    refuse_unbuilt(config)
     if background not in _BACKGROUND:
         raise OMConfigError(
             f"Invalid argument 'background': {background!r}. Use 'auto' (worker threads or "

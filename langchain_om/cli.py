@@ -5,7 +5,9 @@
 - ``langchain-om replay FILE.jsonl`` — feed a recorded conversation (one JSON object a line:
   ``{"role": "user"|"assistant"|"tool", "content": ..., "timestamp": ...}``) through memory,
   with a progress bar, then print what memory holds.
-- ``langchain-om inspect`` — a thread's windows, observation log, generation and archive size.
+- ``langchain-om inspect`` — a thread's windows, observation log, generation and archive size:
+  agent and graph threads from their checkpoint (``--checkpoint ID`` for an older one),
+  standalone and history threads from the store.
 
 Memory lives in one SQLite file (``--db``, default ``langchain-om.db`` in the working
 directory). Models: ``--model provider/name`` (e.g. ``openai/gpt-5-mini``), ``--base-url`` for
@@ -54,8 +56,13 @@ EPILOG = """examples:
 
 
 def _summary(memory: ObservationalMemory, snap: ThreadSnapshot, max_lines: int | None) -> str:
-    archived = len(memory.archived_messages(snap.thread_id))
-    return render_text(snap, archived=archived, max_lines=max_lines)
+    return render_text(snap, archived=_archived(memory, snap), max_lines=max_lines)
+
+
+def _archived(memory: ObservationalMemory, snap: ThreadSnapshot) -> int:
+    """Archived messages of the snapshot's branch (a checkpoint's record names its own)."""
+    record = snap.record if snap.source == "checkpoint" else None
+    return len(memory.archived_messages(snap.thread_id, record=record))
 
 
 def _actor_messages(snap: ThreadSnapshot) -> list[BaseMessage]:
@@ -169,7 +176,11 @@ def cmd_replay(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace, console: Console) -> int:
-    """Print a thread's windows, log, generation and archive size (no model is called)."""
+    """Print a thread's windows, log, generation and archive size (no model is called).
+
+    Agent and graph threads come from their checkpoint, standalone and history threads from
+    the store; both are listed when the thread is not found.
+    """
     if not Path(args.db).exists():
         console.say(f"No memory database at {args.db} (run `langchain-om replay` or `chat` first).")
         return 1
@@ -179,14 +190,17 @@ def cmd_inspect(args: argparse.Namespace, console: Console) -> int:
             listed = ", ".join(repr(t) for t in threads) or "none"
             console.say(f"No thread {args.thread!r} in {args.db}. Threads: {listed}.")
             return 1
-        snap = memory.status(thread_id=args.thread)
+        snap = memory.status(thread_id=args.thread, checkpoint_id=args.checkpoint)
         if args.json:
             data = {
                 "thread_id": snap.thread_id,
+                "source": snap.source,
+                "checkpoint_id": snap.checkpoint_id,
                 "status": snap.status.to_part()["data"],
                 "record": snap.record,
+                "extracted": snap.extracted,
                 "window_messages": len(snap.window),
-                "archived_messages": len(memory.archived_messages(snap.thread_id)),
+                "archived_messages": _archived(memory, snap),
             }
             console.say(json.dumps(data, ensure_ascii=False, indent=2))
         else:
@@ -252,6 +266,11 @@ def build_parser() -> argparse.ArgumentParser:
     replay.set_defaults(handler=cmd_replay)
     inspect = sub.add_parser("inspect", parents=[common], help="show what memory holds")
     inspect.add_argument("--json", action="store_true", help="print the record and status as JSON")
+    inspect.add_argument(
+        "--checkpoint",
+        default=None,
+        help="an agent or graph thread's older checkpoint id (default: the latest)",
+    )
     inspect.set_defaults(handler=cmd_inspect)
     add_eval_command(sub)
     return parser

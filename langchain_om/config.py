@@ -52,6 +52,8 @@ from langchain_om._config_rules import (
     brief,
     canonical_keys,
     nested_model,
+    numeric_rule,
+    preamble_rule,
     resolve_fraction,
     sub_config,
     to_config_error,
@@ -137,6 +139,28 @@ class ObservationalMemoryConfig(OptionGroup):
     """Reflector options."""
     obscure_thread_ids: StrictBool | None = None
     """Hash thread ids before they enter observation text; None = only in resource scope."""
+
+    # --- presentation and modes (user control) -------------------------------------------
+    read_only: StrictBool = False
+    """Show the memory context but change nothing: no observation, reflection, buffering or
+    archive write (for replaying a thread, evaluation, or a second agent reading a memory)."""
+    keep_last_messages: Annotated[
+        int,
+        numeric_rule(
+            "a whole number of messages, 0 or more",
+            "Use e.g. 4 to always keep the last four messages in the window; 0 turns it off.",
+            lambda x: x >= 0,
+            whole=True,
+        ),
+    ] = 0
+    """The N most recent messages always stay in the window, whatever observation or activation
+    removes (0 = no floor)."""
+    memory_tool: StrictBool = False
+    """Give the agent a ``memory`` tool to find, correct and delete observation lines and to
+    update the working memory (its edits are never observed)."""
+    preamble: Annotated[str | None, BeforeValidator(preamble_rule)] = None
+    """A template replacing the built-in guidance of the memory context, with the placeholders
+    {observations}, {hints}, {current_date} and {default_preamble}; None = the built-in."""
 
     @model_validator(mode="after")
     def _check_combinations(self) -> Self:
@@ -229,9 +253,10 @@ class ObservationalMemoryConfig(OptionGroup):
 
     @property
     def buffering_enabled(self) -> bool:
-        """Whether async buffering runs: enabled, thread scope and buffer_tokens not False."""
+        """Whether async buffering runs: enabled, not read-only, thread scope, buffer_tokens set."""
         buffer_tokens = self.observation.buffer_tokens
-        return self.enabled and self.scope == "thread" and buffer_tokens is not False
+        active = self.enabled and not self.read_only
+        return active and self.scope == "thread" and buffer_tokens is not False
 
     @property
     def observer_model_spec(self) -> Any:

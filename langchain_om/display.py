@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -100,6 +101,16 @@ def _hints(record: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [(label, str(hints[key])) for key, label in _HINT_LABELS.items() if hints.get(key)]
 
 
+def _extracted(record: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The extractors' values as ``(label, text)``; typed values as compact JSON."""
+    values = record.get("extracted") or {}
+    out: list[tuple[str, str]] = []
+    for key, value in values.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        out.append((str(key), " ".join(str(text).split())))
+    return out
+
+
 def _group_heading(group: Mapping[str, Any]) -> str:
     stamp = str(group.get("observed_at") or "")[:16].replace("T", " ")
     tokens = group.get("tokens", 0)
@@ -135,6 +146,7 @@ def render_text(
         counts += f" · archive: {archived} observed messages"
     out.append(counts)
     out.extend(f"{label}: {text}" for label, text in _hints(record))
+    out.extend(f"extracted {label}: {text}" for label, text in _extracted(record))
     if not groups:
         out.append("observation log: (empty: nothing observed yet)")
         return "\n".join(out)
@@ -210,7 +222,7 @@ def render_html(snapshot: SnapshotLike, *, archived: int | None = None) -> str:
     if archived is not None:
         counts += f" · archive: {archived} observed messages"
     parts.append(f'<div style="color:{_MUTED}">{counts}</div>')
-    for label, text in _hints(record):
+    for label, text in [*_hints(record), *_extracted(record)]:
         parts.append(f"<div><i>{html.escape(label)}:</i> {html.escape(text)}</div>")
     groups = list(record.get("groups") or [])
     if not groups:

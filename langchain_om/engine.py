@@ -13,16 +13,23 @@ import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from datetime import UTC, datetime
-from typing import Any, Literal, Unpack
+from typing import Any, Literal, Unpack, cast
 
 from langchain_core.messages import BaseMessage, MessageLikeRepresentation
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore
-from langgraph.store.memory import InMemoryStore
 
 from langchain_om._actor import ActorEnvs
+from langchain_om._backends import OpenedStorage, OpensStorage
+from langchain_om._checkpoint_view import (
+    aread_graph_thread,
+    athread_ids,
+    read_graph_thread,
+    thread_ids,
+)
+from langchain_om._control import refuse_in_read_only
 from langchain_om._core.callable_tokens import MessageCounter, as_token_counter
 from langchain_om._core.dates import iso
 from langchain_om._core.recall import recall_instructions
@@ -40,7 +47,9 @@ from langchain_om._engine_io import (
 )
 from langchain_om._logging import log_event
 from langchain_om._plans.background import Background
-from langchain_om._plans.effects import Executor, Plan
+from langchain_om._plans.effects import Plan
+from langchain_om._plans.resource import ResourceHandler
+from langchain_om._plans.resource_turn import OTHERS_TOKENS_KEY, shared_view_plan
 from langchain_om._plans.standalone import StandaloneRequest, ThreadState, load_plan, step_plan
 from langchain_om._plans.storage import (
     after_migration,
@@ -50,23 +59,31 @@ from langchain_om._plans.storage import (
 )
 from langchain_om._plans.turn import idle_plan, sync_observation_due, sync_reflection_due, turn_plan
 from langchain_om._plans.types import TurnEnv, TurnInput, TurnOutcome, require_thread_id
+from langchain_om._plans.working_memory import (
+    require_working_memory,
+    update_working_memory_plan,
+    with_working_memory,
+    working_memory_text,
+    working_memory_value,
+)
 from langchain_om._role_models import RoleModels
+from langchain_om._run_store import load_tokenizer
 from langchain_om._spec_check import check_engine_args
+from langchain_om._store_index import EmbeddingsSpec, check_vector_store, default_store
 from langchain_om.config import ObservationalMemoryConfig
-from langchain_om.errors import OMConfigError
+from langchain_om.errors import OMConfigError, OMUsageError
 from langchain_om.events import OMEvent
-from langchain_om.extractors import check_extractors
-from langchain_om.locks import LocalThreadLock, SqliteThreadLock, ThreadLock, hold_async
+from langchain_om.extractors import check_extractors, observation_extractors
+from langchain_om.locks import LocalThreadLock, ThreadLock, hold_async
 from langchain_om.retry import RetryPolicy
-from langchain_om.sqlite import open_sqlite
-from langchain_om.tools import create_recall_tool
+from langchain_om.tools import create_memory_tool, create_recall_tool
 
 logger = logging.getLogger("langchain_om")
 
 __all__ = ["EndTurnOptions", "ObservationalMemory", "StepOptions", "ThreadSnapshot"]
 
 
-class ObservationalMemory:
+class ObservationalMemory(OpensStorage):
     """Observational Memory: an Observer and a Reflector that keep a conversation small.
 
     Args:
@@ -94,6 +111,8 @@ class ObservationalMemory:
         thread_lock: the per-thread lock standalone calls run under (see
             :mod:`langchain_om.locks`): ``PostgresThreadLock(url)`` for several processes on
             PostgreSQL; :meth:`from_sqlite` uses ``SqliteThreadLock``; default: this process.
+        embeddings: with no ``store``, index the in-memory store for semantic recall (an
+            ``Embeddings`` object or ``"provider:model"``).
 
     Example:
         >>> from langchain_om import ObservationalMemory
@@ -119,22 +138,29 @@ class ObservationalMemory:
         sleep: Callable[[float], None] | None = None,
         background: Literal["auto", "manual"] = "auto",
         thread_lock: ThreadLock | None = None,
+        embeddings: EmbeddingsSpec | None = None,
         **kwargs: Any,
     ) -> None:
         self.config = ObservationalMemoryConfig.coerce(options, **kwargs)
         check_engine_args(self.config, timezone=timezone, clock=clock, background=background)
-        self.store: BaseStore = store if store is not None else InMemoryStore()
+        self.store: BaseStore = default_store(store, embeddings)
+        check_vector_store(self.config, self.store)
         self.checkpointer: BaseCheckpointSaver[Any] = (
             checkpointer if checkpointer is not None else InMemorySaver()
         )
         self.counter = as_token_counter(token_counter)
+        load_tokenizer(self.counter)
         self.on_debug_event = on_debug_event
         self.timezone = timezone
         self.retry_policy = retry_policy or RetryPolicy()
         self._clock = clock or (lambda: datetime.now(UTC))
         self._models = RoleModels(self.config, self.retry_policy, sleep)
-        self._closers: list[Callable[[], None]] = []
+        self._opened: list[OpenedStorage] = []
         self._background = Background(manual=background == "manual")
+        self._extractors = observation_extractors(
+            self.config.observation.extract,
+            manage_working_memory=self.config.observation.manage_working_memory,
+        )
         base_env = TurnEnv(
             config=self.config,
             counter=self.counter,
@@ -143,20 +169,25 @@ class ObservationalMemory:
             model_id=self._models.model_id,
             running=self._background.running,
             vector=bool(self.config.retrieval and self.config.retrieval.vector),
-            extractors=check_extractors(self.config.observation.extract),
+            extractors=self._extractors,
             timezone=timezone,
+            structured=self._models.structured,
+            astructured=self._models.astructured,
         )
+        check_extractors(self.config.reflection.extract, option="reflection.extract")
         self._actors = ActorEnvs(base_env, actor_model)
-        executor = Executor(
+        lock = thread_lock or LocalThreadLock()
+        executor = ResourceHandler(  # also runs resource scope's gathers and compare-and-sets
             store=self.store,
             call_model=self._models.call,
             acall_model=self._models.acall,
             background=self._background,
+            lock=lock,
         )
         self._runs = Runs(
             executor=executor,
             background=self._background,
-            lock=thread_lock or LocalThreadLock(),
+            lock=lock,
             env=lambda: self._env,
             render=self.render,
         )
@@ -164,39 +195,43 @@ class ObservationalMemory:
 
     # -- construction helpers -------------------------------------------------------------
 
-    @classmethod
-    def from_sqlite(cls, path: str, /, **kwargs: Any) -> ObservationalMemory:
-        """The embedded default: one SQLite file holding the checkpointer and the store.
-
-        Both work from sync and async code (async calls run the SQLite work on a worker
-        thread). A new process opening the same file continues every thread with its memory.
-
-        Args:
-            path: the SQLite file (created if missing).
-            **kwargs: options and engine arguments, as for :class:`ObservationalMemory`.
-        """
-        checkpointer, store, close = open_sqlite(path)
-        if path != ":memory:" and not path.startswith("file:"):  # a file other processes open
-            kwargs.setdefault("thread_lock", SqliteThreadLock(path))
-        memory = cls(store=store, checkpointer=checkpointer, **kwargs)
-        memory._closers.append(close)
-        return memory
-
     def close(self) -> None:
-        """Finish background work and close storage opened by :meth:`from_sqlite`.
+        """Finish background work and close the storage memory opened.
 
-        Safe to call twice.
+        That is storage from :meth:`from_sqlite` or :meth:`from_postgres` (a pool you passed
+        stays open). Safe to call twice. Storage from :meth:`afrom_postgres` needs
+        :meth:`aclose`.
         """
+        if any(s.is_async for s in self._opened):
+            raise OMUsageError(
+                "This memory holds async storage (afrom_postgres): close it with "
+                "`await memory.aclose()` or `async with memory:`."
+            )
         self.wait_for_background()
         self._background.shutdown()
-        while self._closers:
-            self._closers.pop()()
+        while self._opened:
+            self._opened.pop().close_all()
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close` (also closes storage from :meth:`afrom_postgres`)."""
+        await self.await_background()
+        for storage in [s for s in self._opened if s.is_async]:
+            self._opened.remove(storage)
+            await storage.aclose()
+            storage.close_all()  # the thread lock it opened
+        self.close()
 
     def __enter__(self) -> ObservationalMemory:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    async def __aenter__(self) -> ObservationalMemory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     # -- the agent's model ----------------------------------------------------------------
 
@@ -258,7 +293,9 @@ class ObservationalMemory:
         opts["actor_model"], env = self._actor_env(opts.get("actor_model"), opts.get("record"))
         renames = {"observe": "allow_observe", "reflect": "allow_reflect"}
         fields: dict[str, Any] = {
-            renames.get(k, k): v for k, v in opts.items() if k not in ("record", "resource_id")
+            renames.get(k, k): v
+            for k, v in opts.items()
+            if k not in ("record", "resource_id", "store")
         }
         inp = self._turn_input(
             thread_id=thread_id,
@@ -291,7 +328,8 @@ class ObservationalMemory:
         """
         inp, env = self._step_input(thread_id, window, options)
         plan = after_migration(inp.thread_id, inp.resource_id, turn_plan(env, inp))
-        return self._runs.start_threads(self._runs.run(plan))
+        runs = self._runs.on_store(options.get("store"))
+        return runs.start_threads(runs.run(plan))
 
     async def astep(
         self,
@@ -303,7 +341,8 @@ class ObservationalMemory:
         """Async twin of :meth:`step`."""
         inp, env = self._step_input(thread_id, window, options)
         plan = after_migration(inp.thread_id, inp.resource_id, turn_plan(env, inp))
-        return self._runs.start_tasks(await self._runs.arun(plan))
+        runs = self._runs.on_store(options.get("store"))
+        return runs.start_tasks(await runs.arun(plan))
 
     def _idle_input(self, turn: EndTurnOptions) -> TurnInput | None:
         if not self.config.observation.buffer_on_idle:
@@ -320,13 +359,15 @@ class ObservationalMemory:
         """The agent's turn ended: with ``observation.buffer_on_idle``, buffer the rest now."""
         if (inp := self._idle_input(turn)) is not None:
             env = self._actors.record_env(inp.record)
-            self._runs.start_threads(self._runs.run(idle_plan(env, inp)))
+            runs = self._runs.on_store(turn.get("store"))
+            runs.start_threads(runs.run(idle_plan(env, inp)))
 
     async def aend_turn(self, **turn: Unpack[EndTurnOptions]) -> None:
         """Async twin of :meth:`end_turn`."""
         if (inp := self._idle_input(turn)) is not None:
             env = self._actors.record_env(inp.record)
-            self._runs.start_tasks(await self._runs.arun(idle_plan(env, inp)))
+            runs = self._runs.on_store(turn.get("store"))
+            runs.start_tasks(await runs.arun(idle_plan(env, inp)))
 
     # -- background work ------------------------------------------------------------------
 
@@ -355,9 +396,11 @@ class ObservationalMemory:
 
     @property
     def tools(self) -> list[BaseTool]:
-        """Tools the agent gets from memory (the ``recall`` tool when retrieval is on)."""
+        """Tools the agent gets: ``recall`` with retrieval, ``memory`` with ``memory_tool``."""
         if self._tools is None:
             self._tools = [create_recall_tool(self)] if self.config.retrieval_enabled else []
+            if self.config.memory_tool:
+                self._tools.append(create_memory_tool(self))
         return list(self._tools)
 
     def new_record(self, *, thread_id: str, resource_id: str | None = None) -> OMRecord:
@@ -385,7 +428,9 @@ class ObservationalMemory:
         if rec is None:
             return False
         _, env = self._actor_env(actor_model, rec)
-        return sync_observation_due(env, rec, env.counter.count_messages(window), rec["thread_id"])
+        others = int(rec.get(OTHERS_TOKENS_KEY) or 0)  # type: ignore[call-overload]
+        tokens = env.counter.count_messages(window) + others  # resource scope: all threads count
+        return sync_observation_due(env, rec, tokens, rec["thread_id"])
 
     def should_reflect(
         self, record: OMRecord | dict[str, Any] | None, *, actor_model: Any = None
@@ -409,6 +454,8 @@ class ObservationalMemory:
                 recall_instructions=instructions,
                 max_observation_tokens=self._shown_cap(rec),
                 count=self.counter.count_text,
+                preamble=self.config.preamble,
+                working_memory=working_memory_text(self._extractors, rec),
             )
             if rec is not None
             else MemoryContext(blocks=[])
@@ -536,26 +583,128 @@ class ObservationalMemory:
         plan = self._step_plan(thread_id, resource_id, None, force_reflect=True)
         return await self._runs.astandalone(thread_id, plan)
 
-    def status(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
+    def status(
+        self, *, thread_id: str, resource_id: str | None = None, checkpoint_id: str | None = None
+    ) -> ThreadSnapshot:
         """Windows, thresholds, generation and buffered state of a thread (no model call).
 
-        With ``resource_id``, raises ``OMUsageError`` when the thread belongs to another
-        resource.
+        Agent and graph threads are read from their latest checkpoint through
+        ``memory.checkpointer`` (``checkpoint_id``: an older one); standalone and history
+        threads from the store (``snapshot.source`` says which). With ``resource_id``, raises
+        ``OMUsageError`` when the thread belongs to another resource.
         """
-        return self._runs.standalone(thread_id, load_plan(self._env, thread_id, resource_id))
+        found = read_graph_thread(self.checkpointer, thread_id, checkpoint_id)
+        given = self._runs.checkpoint_state(thread_id, resource_id, checkpoint_id, found)
+        plan = self._status_plan(thread_id, resource_id, given)
+        return self._runs.from_checkpoint(self._runs.standalone(thread_id, plan), found)
 
-    async def astatus(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
+    async def astatus(
+        self, *, thread_id: str, resource_id: str | None = None, checkpoint_id: str | None = None
+    ) -> ThreadSnapshot:
         """Async twin of :meth:`status`."""
-        plan = load_plan(self._env, thread_id, resource_id)
-        return await self._runs.astandalone(thread_id, plan)
+        found = await aread_graph_thread(self.checkpointer, thread_id, checkpoint_id)
+        given = self._runs.checkpoint_state(thread_id, resource_id, checkpoint_id, found)
+        plan = self._status_plan(thread_id, resource_id, given)
+        return self._runs.from_checkpoint(await self._runs.astandalone(thread_id, plan), found)
+
+    def _status_plan(
+        self, thread_id: str, resource_id: str | None, given: ThreadState | None = None
+    ) -> Plan[ThreadState]:
+        """The stored state (or ``given``, a checkpoint's), with resource scope's shared log."""
+        if given is None:
+            given = yield from load_plan(self._env, thread_id, resource_id)
+        state = given
+        view = yield from cast("Plan[OMRecord]", shared_view_plan(self._env, state.record))
+        return ThreadState(view, state.window, state.status, state.jobs)
 
     def forget(self, *, thread_id: str, resource_id: str | None = None) -> None:
-        """Delete everything memory stored for a thread (not the graph's checkpoints)."""
+        """Delete everything memory stored for a thread (not the graph's checkpoints).
+
+        Raises:
+            OMUsageError: the memory is ``read_only``.
+        """
+        refuse_in_read_only(self.config, "forget")
         self._runs.locked(thread_id, forget_plan(thread_id, resource_id))
 
     async def aforget(self, *, thread_id: str, resource_id: str | None = None) -> None:
         """Async twin of :meth:`forget`."""
+        refuse_in_read_only(self.config, "aforget")
         await self._runs.alocked(thread_id, forget_plan(thread_id, resource_id))
+
+    def get_working_memory(
+        self,
+        *,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        record: OMRecord | dict[str, Any] | None = None,
+    ) -> Any:
+        """The working memory: the document (``str``) or typed value (``dict``), or ``None``.
+
+        Read from ``record`` when given (a graph's or agent's state, ``state["om_record"]``),
+        else from the stored thread ``thread_id``.
+
+        Raises:
+            OMUsageError: no working memory is configured.
+        """
+        require_working_memory(self._extractors)
+        rec = coerce_record(record)
+        if rec is None:
+            rec = self.status(
+                thread_id=require_thread_id(thread_id), resource_id=resource_id
+            ).record
+        return working_memory_value(self._extractors, rec)
+
+    def update_working_memory(
+        self,
+        value: Any,
+        *,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        record: OMRecord | dict[str, Any] | None = None,
+    ) -> OMRecord:
+        """Replace the working memory; the agent sees it on its next model call.
+
+        With ``record`` (a graph's or agent's state) the updated record is returned for you
+        to write back (``agent.update_state(config, {"om_record": new})``); without it, the
+        stored thread ``thread_id`` is updated and its record returned.
+
+        Raises:
+            OMUsageError: no working memory is configured, ``value`` does not fit its schema
+                (or is not a ``str`` for a text one), or the memory is ``read_only``.
+        """
+        update = self._working_memory_update(value, thread_id, resource_id, record)
+        if isinstance(update, dict):
+            return update
+        return self._runs.locked(*update).record
+
+    async def aupdate_working_memory(
+        self,
+        value: Any,
+        *,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        record: OMRecord | dict[str, Any] | None = None,
+    ) -> OMRecord:
+        """Async twin of :meth:`update_working_memory`."""
+        update = self._working_memory_update(value, thread_id, resource_id, record)
+        if isinstance(update, dict):
+            return update
+        return (await self._runs.alocked(*update)).record
+
+    def _working_memory_update(
+        self,
+        value: Any,
+        thread_id: str | None,
+        resource_id: str | None,
+        record: OMRecord | dict[str, Any] | None,
+    ) -> OMRecord | tuple[str, Plan[ThreadState]]:
+        """The updated ``record``, or the thread and plan that update the stored one."""
+        refuse_in_read_only(self.config, "update_working_memory")
+        rec = coerce_record(record)
+        if rec is not None:
+            return with_working_memory(self._extractors, rec, value)
+        thread = require_thread_id(thread_id)
+        return thread, update_working_memory_plan(self._env, thread, resource_id, value)
 
     def get_context(
         self,
@@ -610,9 +759,14 @@ class ObservationalMemory:
         return await self._runs.arun(archived_messages_plan(thread_id, record))
 
     def list_threads(self) -> list[str]:
-        """Ids of the threads whose state the store keeps (standalone API), sorted."""
-        return self._runs.run(thread_ids_plan())
+        """Ids of every thread, sorted.
+
+        Those the store keeps (standalone and history) and those ``memory.checkpointer`` holds
+        checkpoints for (agents and graphs).
+        """
+        return sorted(set(self._runs.run(thread_ids_plan())) | thread_ids(self.checkpointer))
 
     async def alist_threads(self) -> list[str]:
         """Async twin of :meth:`list_threads`."""
-        return await self._runs.arun(thread_ids_plan())
+        stored = await self._runs.arun(thread_ids_plan())
+        return sorted(set(stored) | await athread_ids(self.checkpointer))

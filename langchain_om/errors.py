@@ -11,6 +11,7 @@ The tree, split by whose fault it is::
     ├── ObserverOutputError             the Observer's output cannot be used (raw text kept)
     ├── ReflectorOutputError            the Reflector's output cannot be used (raw text kept)
     ├── CycleFailedError                an observation or reflection failed; nothing was removed
+    ├── HookError                       a transform hook raised or vetoed; the cycle failed
     └── StorageError                    the store or checkpointer failed (raised ``from`` the cause)
 
 Every error has ``.message``. None subclasses ``BaseException`` directly.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 __all__ = [
     "CycleFailedError",
+    "HookError",
     "MissingProviderError",
     "ModelResolutionError",
     "ModelTierExceededError",
@@ -127,6 +129,21 @@ class CycleFailedError(ObservationalMemoryError):
         super().__init__(message)
         self.operation = operation
         self.thread_id = thread_id
+
+
+class HookError(ObservationalMemoryError):
+    """Raised inside a cycle when a transform hook (``hooks.before_observation``, ...) fails.
+
+    ``hook`` names the hook; ``reason`` is ``"hook_failed"`` (it raised or returned the wrong
+    type) or ``"vetoed"`` (``after_reflection`` returned False). The cycle fails cleanly: the
+    caller gets a :class:`CycleFailedError` whose ``__cause__`` is this error, and nothing is
+    removed from context.
+    """
+
+    def __init__(self, message: str, *, hook: str, reason: str) -> None:
+        super().__init__(message)
+        self.hook = hook
+        self.reason = reason
 
 
 class StorageError(ObservationalMemoryError):

@@ -1,8 +1,12 @@
 """Extractors: named values the Observer keeps up to date while it observes.
 
-An :class:`Extractor` adds one section to the Observer's answer, ``<slug>…</slug>``, filled
-with what its ``instructions`` ask for. The value is kept in the thread's record under
-``record["extracted"][slug]`` (and, by default, shown to the next cycle as the prior value).
+A text :class:`Extractor` adds one section to the Observer's answer, ``<slug>…</slug>``, filled
+with what its ``instructions`` ask for. A schema extractor (``schema=`` a pydantic model, a
+``TypedDict`` or a JSON schema) is filled after the Observer (or, in ``reflection.extract``,
+the Reflector) by a structured-output call that gets the new observations and the previous
+value; the value is validated and kept as JSON. Either way it is kept in the thread's record
+under ``record["extracted"][slug]`` (and, by default, shown to the next cycle as the prior
+value).
 
 Example:
     >>> from langchain_om import Extractor
@@ -18,9 +22,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_om._core.schemas import schema_problem, validate_value
 from langchain_om.errors import OMConfigError
 
-__all__ = ["ExtractionResult", "Extractor", "RESERVED_SLUGS", "check_extractors", "run_extractors"]
+__all__ = [
+    "DEFAULT_WORKING_MEMORY_TEMPLATE",
+    "ExtractionResult",
+    "Extractor",
+    "RESERVED_SLUGS",
+    "WorkingMemoryExtractor",
+    "check_extractors",
+    "run_extractors",
+]
 
 RESERVED_SLUGS = frozenset(
     {"current-task", "suggested-response", "thread-title", "observations", "thread"}
@@ -40,14 +53,19 @@ class Extractor:
     Args:
         name: a human name; its slug (lowercase, digits, hyphens) names the output section.
         instructions: what to extract, or a function of the run context
-            (``{"thread_id", "resource_id", "previous"}``) returning that text.
-        schema: not supported yet — structured extraction needs a follow-up call; passing one
-            raises :class:`~langchain_om.errors.OMConfigError`.
+            (``thread_id``, ``resource_id``, ``trigger``, ``cycle_id``, ``operation``,
+            ``actor_model`` — the agent's ``provider/model`` when known —, ``source`` and, for
+            schema extractors, ``previous``)
+            returning that text.
+        schema: ``None`` (a text value the Observer writes inline), or a pydantic model class,
+            a ``TypedDict`` or a JSON-schema dict: the value is then filled by a
+            structured-output call, validated and kept as JSON.
         include_previous_extraction: show the last value to the next cycle.
         metadata_key_path: where the value is kept in the record (``"extracted.<slug>"`` by
             default); ``False`` keeps it only in the cycle's events.
         on_extracted: called with ``{"slug", "previous", "current", "thread_id"}``; a non-None
-            return value replaces the value; raising records an extraction failure.
+            return value replaces the value (a schema extractor validates it again); raising
+            rejects it and records an extraction failure (the previous value stays).
     """
 
     name: str
@@ -79,13 +97,19 @@ class Extractor:
                 f"'extracted.' (for example 'extracted.{slug}'), or be False.",
                 option="observation.extract",
             )
-        if self.schema is not None:
+        problem = schema_problem(self.schema) if self.schema is not None else None
+        if problem:
             raise OMConfigError(
-                f"Extractor {self.name!r}: schema extractors are not supported yet. Describe "
-                "the value in `instructions` instead; it is extracted as text.",
+                f"Extractor {self.name!r}: {problem}. (On Python < 3.12 define TypedDicts with "
+                "typing_extensions.TypedDict.)",
                 option="observation.extract",
             )
         object.__setattr__(self, "slug", slug)
+
+    @property
+    def structured(self) -> bool:
+        """Whether the value is filled by a structured-output call (``schema`` is set)."""
+        return self.schema is not None
 
     @property
     def path(self) -> list[str] | None:
@@ -102,21 +126,108 @@ class Extractor:
         return value(context) if callable(value) else value
 
 
-def check_extractors(extractors: Sequence[Any]) -> list[Extractor]:
-    """Validate ``observation.extract``: extractor objects with unique slugs."""
+DEFAULT_WORKING_MEMORY_TEMPLATE = """\
+# About the user
+- Name:
+- Location:
+- Preferences:
+# Current goals and open tasks
+-"""
+"""The document a text :class:`WorkingMemoryExtractor` keeps when given no template."""
+
+_WORKING_MEMORY_TEXT = """\
+Keep the user's working memory current: write the WHOLE document again, filled in from \
+everything known so far and updated with what the new messages change (corrections replace \
+old values; keep every section and every value still true; leave unknown fields empty). \
+The document's layout:
+{template}"""
+
+_WORKING_MEMORY_SCHEMA = """\
+The user's working memory: stable facts about the user and their current goals. Keep every \
+value still true, correct the ones the user changed, add what is new."""
+
+
+@dataclass(frozen=True)
+class WorkingMemoryExtractor(Extractor):
+    """The working memory: one document about the user, kept current by the Observer.
+
+    A text document laid out by ``template`` (rewritten whole by the Observer each cycle), or
+    a typed value when ``schema`` is given (filled like a schema extractor). It is shown to the
+    agent in its own ``<working-memory>`` block, read and written by the application with
+    ``memory.get_working_memory`` / ``memory.update_working_memory``. It lives in the record,
+    so it follows the memory's ``scope``: one per thread, or one per resource.
+    ``observation.manage_working_memory=True`` adds ``WorkingMemoryExtractor()`` for you.
+
+    Args:
+        template: the document's layout (text form); :data:`DEFAULT_WORKING_MEMORY_TEMPLATE`
+            when omitted.
+        schema: a pydantic model, ``TypedDict`` or JSON schema (typed form) instead.
+    """
+
+    name: str = "Working Memory"
+    instructions: str | Callable[[Mapping[str, Any]], str] = ""
+    template: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.instructions:
+            text = (
+                _WORKING_MEMORY_SCHEMA
+                if self.schema is not None
+                else _WORKING_MEMORY_TEXT.format(
+                    template=(self.template or DEFAULT_WORKING_MEMORY_TEMPLATE).strip()
+                )
+            )
+            object.__setattr__(self, "instructions", text)
+        super().__post_init__()
+
+
+def working_memory_extractor(extractors: Sequence[Extractor]) -> WorkingMemoryExtractor | None:
+    """The working-memory extractor of ``extractors``, if any."""
+    return next((e for e in extractors if isinstance(e, WorkingMemoryExtractor)), None)
+
+
+def observation_extractors(
+    extractors: Sequence[Any], *, manage_working_memory: bool
+) -> list[Extractor]:
+    """``observation.extract`` validated, with a default working memory when it is managed."""
+    out = check_extractors(extractors)
+    if manage_working_memory and working_memory_extractor(out) is None:
+        out = check_extractors([*out, WorkingMemoryExtractor()])
+    return out
+
+
+def check_extractors(
+    extractors: Sequence[Any], *, option: str = "observation.extract"
+) -> list[Extractor]:
+    """Validate an extractor list: extractor objects with unique slugs.
+
+    ``reflection.extract`` takes schema extractors only (the Reflector writes no sections).
+    """
     seen: set[str] = set()
     out: list[Extractor] = []
     for item in extractors:
         if not isinstance(item, Extractor):
             raise OMConfigError(
-                f"observation.extract holds {type(item).__name__!s}; use "
+                f"{option} holds {type(item).__name__!s}; use "
                 "langchain_om.Extractor(name, instructions).",
-                option="observation.extract",
+                option=option,
             )
         if item.slug in seen:
             raise OMConfigError(
                 f"Two extractors share the slug {item.slug!r}; give them distinct names.",
-                option="observation.extract",
+                option=option,
+            )
+        if isinstance(item, WorkingMemoryExtractor) and any(
+            isinstance(e, WorkingMemoryExtractor) for e in out
+        ):
+            raise OMConfigError(
+                "Two working-memory extractors; keep one WorkingMemoryExtractor.", option=option
+            )
+        if option == "reflection.extract" and not item.structured:
+            raise OMConfigError(
+                f"Extractor {item.name!r} in reflection.extract has no schema; the Reflector "
+                "fills schema extractors only. Add schema=... or move it to observation.extract.",
+                option=option,
             )
         seen.add(item.slug)
         out.append(item)
@@ -129,6 +240,33 @@ class ExtractionResult:
 
     values: dict[str, Any] = field(default_factory=dict)
     failures: list[dict[str, str]] = field(default_factory=list)
+
+    def merge(self, other: ExtractionResult) -> ExtractionResult:
+        """This result with ``other``'s values and failures added."""
+        self.values.update(other.values)
+        self.failures.extend(other.failures)
+        return self
+
+
+def inline_extractors(extractors: Sequence[Extractor]) -> list[Extractor]:
+    """The text extractors, whose sections the Observer writes."""
+    return [e for e in extractors if not e.structured]
+
+
+def on_extracted(extractor: Extractor, previous: Any, current: Any, *, thread_id: str) -> Any:
+    """``current`` after the extractor's ``on_extracted`` hook (validated for a schema).
+
+    Raises:
+        Exception: whatever the hook raised (the value is rejected).
+    """
+    if extractor.on_extracted is None:
+        return current
+    replaced = extractor.on_extracted(
+        {"slug": extractor.slug, "previous": previous, "current": current, "thread_id": thread_id}
+    )
+    if replaced is None:
+        return current
+    return validate_value(extractor.schema, replaced) if extractor.structured else replaced
 
 
 def get_path(root: Mapping[str, Any], keys: Sequence[str]) -> Any:
@@ -157,7 +295,7 @@ def set_path(root: Mapping[str, Any], keys: Sequence[str], value: Any) -> dict[s
 def prior_values(extractors: Sequence[Extractor], extracted: Mapping[str, Any]) -> dict[str, str]:
     """Last values to show the Observer (``- prior <slug>: …``)."""
     out: dict[str, str] = {}
-    for extractor in extractors:
+    for extractor in inline_extractors(extractors):
         if extractor.include_previous_extraction and extractor.path is not None:
             value = get_path(extracted, extractor.path)
             if value is not None:
@@ -185,26 +323,15 @@ def run_extractors(
 ) -> ExtractionResult:
     """Apply ``on_extracted`` to the parsed sections; keep the values that survive."""
     result = ExtractionResult()
-    for extractor in extractors:
+    for extractor in inline_extractors(extractors):
         previous = get_path(extracted, extractor.path) if extractor.path else None
         current = raw.get(extractor.slug)
         if current is None or not str(current).strip():
             continue
-        value: Any = str(current).strip()
-        if extractor.on_extracted is not None:
-            try:
-                replaced = extractor.on_extracted(
-                    {
-                        "slug": extractor.slug,
-                        "previous": previous,
-                        "current": value,
-                        "thread_id": thread_id,
-                    }
-                )
-            except Exception as exc:
-                result.failures.append({"slug": extractor.slug, "error": f"{exc}"})
-                continue
-            if replaced is not None:
-                value = replaced
+        try:
+            value = on_extracted(extractor, previous, str(current).strip(), thread_id=thread_id)
+        except Exception as exc:
+            result.failures.append({"slug": extractor.slug, "error": f"{exc}"})
+            continue
         result.values[extractor.slug] = value
     return result

@@ -38,6 +38,7 @@ from langgraph.config import get_stream_writer
 from langgraph.graph import StateGraph
 from langgraph.graph.message import add_messages
 
+from langchain_om._graph_commands import route_commands_through
 from langchain_om._plans.graph_state import (
     OM_STATE_KEY,
     WindowSplit,
@@ -49,6 +50,7 @@ from langchain_om._plans.graph_state import (
     step_number,
 )
 from langchain_om._plans.types import TurnOutcome
+from langchain_om._run_store import run_store
 from langchain_om.engine import ObservationalMemory
 from langchain_om.errors import OMUsageError
 from langchain_om.events import OMEvent
@@ -127,6 +129,7 @@ class _Nodes:
             "step_number": step_number(split.window),
             "emit": _emitter(),
             "actor_model": self._actor(config),
+            "store": run_store(),
         }
 
     # -- nodes ----------------------------------------------------------------------------
@@ -172,8 +175,9 @@ def add_observational_memory(
 ) -> StateGraph[Any, Any, Any, Any]:
     """Add observational memory in front of the node ``before`` of ``builder``.
 
-    Every edge into ``before`` (plain edges and conditional edges with a path map) is
-    redirected through the OM nodes. The state must have a ``messages`` key with the
+    Every edge into ``before`` (plain edges and conditional edges with a path map) and every
+    ``Command(goto=before)`` a node returns is redirected through the OM nodes (a ``Send`` to
+    ``before`` keeps its payload and is not). The state must have a ``messages`` key with the
     ``add_messages`` reducer; the ``om_record`` key is added if missing. Returns ``builder``.
 
     Args:
@@ -214,6 +218,7 @@ def add_observational_memory(
     builder.waiting_edges = {
         (starts, GATE if e == before else e) for starts, e in builder.waiting_edges
     }
+    route_commands_through(builder, before, GATE)
     nodes = _Nodes(memory, before, actor_model, merge=merge_system_message)
     schema: Any = ObservationalMemoryGraphState
     # The gate only activates and starts background work; the cycle nodes emit no status.

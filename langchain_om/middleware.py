@@ -40,6 +40,7 @@ from langchain_om._plans.graph_state import (
     step_number,
 )
 from langchain_om._plans.types import TurnOutcome
+from langchain_om._run_store import run_store
 from langchain_om.engine import ObservationalMemory
 from langchain_om.events import OMEvent
 from langchain_om.models import model_id
@@ -117,6 +118,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             "step_number": step_number(split.window),
             "emit": emit,
             "actor_model": self._actor,
+            "store": run_store(runtime),
         }
 
     def before_model(
@@ -303,6 +305,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             resource_id=args["resource_id"],
             record=args["record"],
             window=args["window"],
+            store=args["store"],
         )
         return None
 
@@ -316,5 +319,6 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             resource_id=args["resource_id"],
             record=args["record"],
             window=args["window"],
+            store=args["store"],
         )
         return None

@@ -12,68 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import (
-    ChannelVersions,
-    Checkpoint,
-    CheckpointMetadata,
-    CheckpointTuple,
-)
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.store.base import Op, Result
+from langgraph.store.base import IndexConfig, Op, Result
 from langgraph.store.sqlite import SqliteStore
+
+from langchain_om._threaded import ThreadedAsyncSaver
+from langchain_om.errors import OMConfigError
 
 __all__ = ["SqliteMemorySaver", "SqliteMemoryStore", "open_sqlite"]
 
 
-class SqliteMemorySaver(SqliteSaver):
+class SqliteMemorySaver(ThreadedAsyncSaver, SqliteSaver):
     """``SqliteSaver`` whose async methods run the sync ones on a worker thread."""
-
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Async ``get_tuple`` (runs on a worker thread)."""
-        return await asyncio.to_thread(self.get_tuple, config)
-
-    async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        """Async ``list`` (runs on a worker thread)."""
-        items = await asyncio.to_thread(
-            lambda: list(self.list(config, filter=filter, before=before, limit=limit))
-        )
-        for item in items:
-            yield item
-
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """Async ``put`` (runs on a worker thread)."""
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        """Async ``put_writes`` (runs on a worker thread)."""
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        """Async ``delete_thread`` (runs on a worker thread)."""
-        await asyncio.to_thread(self.delete_thread, thread_id)
 
 
 class SqliteMemoryStore(SqliteStore):
@@ -97,18 +49,37 @@ def _connect(path: str, *, autocommit: bool = False) -> sqlite3.Connection:
 
 
 def open_sqlite(
-    path: str,
+    path: str, *, index: IndexConfig | None = None
 ) -> tuple[SqliteMemorySaver, SqliteMemoryStore, Callable[[], None]]:
-    """Open (or create) ``path`` and return ``(checkpointer, store, close)``."""
+    """Open (or create) ``path`` and return ``(checkpointer, store, close)``.
+
+    ``index`` is the store's vector index (sqlite-vec; needs ``sqlite3`` extension loading).
+    """
     saver_conn = _connect(path)
     store_conn = _connect(path, autocommit=True)
-    saver = SqliteMemorySaver(saver_conn)
-    saver.setup()
-    store = SqliteMemoryStore(store_conn)
-    store.setup()
+    try:
+        saver = SqliteMemorySaver(saver_conn)
+        saver.setup()
+        store = SqliteMemoryStore(store_conn, index=index)
+        _setup_store(store)
+    except BaseException:
+        saver_conn.close()
+        store_conn.close()
+        raise
 
     def close() -> None:
         saver_conn.close()
         store_conn.close()
 
     return saver, store, close
+
+
+def _setup_store(store: SqliteMemoryStore) -> None:
+    if store.index_config and not hasattr(store.conn, "enable_load_extension"):
+        raise OMConfigError(
+            "embeddings= on SQLite needs the sqlite-vec extension, and this Python's sqlite3 "
+            "cannot load extensions (built without enable_load_extension). Use a Python built "
+            "with loadable SQLite extensions (e.g. python.org or Homebrew builds, or pysqlite3), "
+            "or PostgreSQL with pgvector (from_postgres(..., embeddings=...))."
+        )
+    store.setup()

@@ -19,16 +19,20 @@ The modes themselves (``messages``, ``threads``, ``search``) are plans of store 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import StructuredTool
+from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
+from langgraph.prebuilt import InjectedState
 from langgraph.runtime import get_runtime
 from langgraph.store.base import BaseStore
+from langgraph.types import Command
 from pydantic import ValidationError
 
+from langchain_om._core.line_edits import edit_line, find_lines
 from langchain_om._core.recall import json_text
+from langchain_om._core.record import coerce_record
 from langchain_om._core.tokens import TokenCounter
 from langchain_om._plans.effects import Executor, ModelCall, Plan, run_async, run_sync
 from langchain_om._plans.graph_state import run_ids, split_messages
@@ -39,6 +43,7 @@ from langchain_om._plans.recall import (
     nonempty_str,
     recall_plan,
 )
+from langchain_om._run_store import run_store
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import ObservationalMemoryError, OMUsageError
 
@@ -56,7 +61,7 @@ class RecallMemory(Protocol):
     def counter(self) -> TokenCounter: ...
 
 
-__all__ = ["create_recall_tool"]
+__all__ = ["create_memory_tool", "create_recall_tool"]
 
 TOOL_DESCRIPTION = """\
 Read the original messages behind your memory (your observations only summarise them).
@@ -128,7 +133,8 @@ def create_recall_tool(
 ) -> StructuredTool:
     """Build the ``recall`` tool for ``memory``.
 
-    The tool reads the memory's store: archived messages page by page, the resource's thread
+    The tool reads the graph run's store (``runtime.store``; ``memory.store`` outside a run
+    or when the graph has none): archived messages page by page, the resource's thread
     list, and (with ``vector``) semantic search. Its result is a JSON string for the model; the
     same data is the ``ToolMessage.artifact`` (a dict) when it runs as a tool call.
 
@@ -166,8 +172,16 @@ def create_recall_tool(
         vector=vector if vector is not None else bool(retrieval and retrieval.vector),
         token_budget=token_budget,
         count=memory.counter.count_text,
+        min_score=retrieval.min_score if retrieval is not None else RecallSettings.min_score,
     )
-    executor = Executor(store=memory.store, call_model=_no_model, acall_model=_ano_model)
+    default = Executor(store=memory.store, call_model=_no_model, acall_model=_ano_model)
+
+    def executor() -> Executor:
+        """On the graph run's store when the tool runs inside one, else on ``memory.store``."""
+        store = run_store(_runtime())
+        if store is None or store is memory.store:
+            return default
+        return Executor(store=store, call_model=_no_model, acall_model=_ano_model)
 
     def plan_for(config: RunnableConfig, kwargs: dict[str, Any]) -> Plan[dict[str, Any]]:
         args = RecallInput.model_validate(kwargs)
@@ -182,14 +196,14 @@ def create_recall_tool(
 
     def run(config: RunnableConfig, **kwargs: Any) -> tuple[str, dict[str, Any]]:
         try:
-            result = run_sync(plan_for(config, kwargs), executor)
+            result = run_sync(plan_for(config, kwargs), executor())
         except Exception as exc:  # the tool answers; it never raises into the agent
             result = _error_result(exc)
         return json_text(result), result
 
     async def arun(config: RunnableConfig, **kwargs: Any) -> tuple[str, dict[str, Any]]:
         try:
-            result = await run_async(plan_for(config, kwargs), executor)
+            result = await run_async(plan_for(config, kwargs), executor())
         except Exception as exc:  # the tool answers; it never raises into the agent
             result = _error_result(exc)
         return json_text(result), result
@@ -230,4 +244,127 @@ def _validation_message(exc: ValidationError | Exception) -> str:
     return (
         f"Invalid recall arguments ({problems}). Pass mode='messages' (with cursor or anchor "
         "'start'/'end'), mode='threads' or mode='search' with a query."
+    )
+
+
+class WorkingMemoryOwner(Protocol):
+    """What the memory tool needs from the engine (an ``ObservationalMemory``)."""
+
+    @property
+    def config(self) -> ObservationalMemoryConfig: ...
+
+    @property
+    def counter(self) -> TokenCounter: ...
+
+    def update_working_memory(
+        self,
+        value: Any,
+        *,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        record: Any = None,
+    ) -> Any: ...
+
+    def get_working_memory(
+        self, *, thread_id: str | None = None, resource_id: str | None = None, record: Any = None
+    ) -> Any: ...
+
+
+MEMORY_TOOL_NAME = "memory"
+
+MEMORY_TOOL_DESCRIPTION = """\
+Look at and fix your own memory of this user.
+- action="find": observation lines holding every word of `query`, with their `id`s.
+- action="correct": replace the line `line_id` with `text` (keep its priority mark and time).
+- action="delete": remove the line `line_id` (it was wrong or must be forgotten).
+- action="update_working_memory": replace the working-memory document with `text`, or (for a \
+typed one) change the `fields` given.
+Use it when the user corrects something you remember, or asks you to forget it."""
+
+
+def _memory_edit(
+    memory: WorkingMemoryOwner,
+    record: Any,
+    *,
+    action: str,
+    query: str | None,
+    line_id: str | None,
+    text: str | None,
+    fields: dict[str, Any] | None,
+) -> tuple[str, Any]:
+    """The tool's answer and the new record (``None`` when nothing changed)."""
+    coerced = coerce_record(record)
+    if coerced is None:
+        return (
+            "There is no memory of this conversation yet (in a custom graph, give the tool "
+            "node a state with the om_record key: ObservationalMemoryGraphState).",
+            None,
+        )
+    if memory.config.read_only and action != "find":
+        return "This memory is read-only; nothing was changed.", None
+    if action == "find":
+        return json_text({"lines": find_lines(coerced, query or "")}), None
+    if action in ("correct", "delete"):
+        if not line_id or (action == "correct" and not (text or "").strip()):
+            return f"action={action!r} needs line_id" + (
+                " and text" if action == "correct" else ""
+            ), None
+        try:
+            new = edit_line(
+                coerced, line_id, text if action == "correct" else None, memory.counter.count_text
+            )
+        except KeyError:
+            return f"No observation line has the id {line_id!r}; use action='find' first.", None
+        return f"Line {line_id} {'corrected' if action == 'correct' else 'deleted'}.", new
+    if action == "update_working_memory":
+        value: Any = text
+        if fields is not None:
+            current = memory.get_working_memory(record=coerced)
+            value = {**(current if isinstance(current, dict) else {}), **fields}
+        try:
+            new = memory.update_working_memory(value, record=coerced)
+        except OMUsageError as exc:
+            return f"Not updated: {exc.message}", None
+        return "Working memory updated.", new
+    return f"Unknown action {action!r}; use find, correct, delete or update_working_memory.", None
+
+
+def create_memory_tool(memory: WorkingMemoryOwner) -> BaseTool:
+    """The ``memory`` tool: the agent fixes its own thread's memory.
+
+    It finds, corrects and deletes observation lines and updates the working memory of the
+    record in its graph state. The edits go into the agent's state (a ``Command`` updating
+    ``om_record``), so they need the ``create_agent`` middleware or
+    :func:`~langchain_om.graph.add_observational_memory`. The tool's calls and results are
+    never observed.
+
+    Args:
+        memory: the :class:`~langchain_om.engine.ObservationalMemory` whose record it edits.
+    """
+
+    def memory_tool(
+        action: Literal["find", "correct", "delete", "update_working_memory"],
+        state: Annotated[dict[str, Any], InjectedState],
+        tool_call_id: Annotated[str, InjectedToolCallId],
+        query: str | None = None,
+        line_id: str | None = None,
+        text: str | None = None,
+        fields: dict[str, Any] | None = None,
+    ) -> Any:
+        answer, new = _memory_edit(
+            memory,
+            state.get("om_record"),
+            action=action,
+            query=query,
+            line_id=line_id,
+            text=text,
+            fields=fields,
+        )
+        reply = ToolMessage(answer, tool_call_id=tool_call_id, name=MEMORY_TOOL_NAME)
+        if new is None:
+            return Command(update={"messages": [reply]})
+        return Command(update={"om_record": new, "messages": [reply]})
+
+    return StructuredTool.from_function(
+        memory_tool, name=MEMORY_TOOL_NAME, description=MEMORY_TOOL_DESCRIPTION
     )

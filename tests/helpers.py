@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +20,7 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
@@ -29,6 +31,7 @@ from langchain_om import (
     add_observational_memory,
 )
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
+from langchain_om.tools import create_recall_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 """The repository root (examples/, benchmarks/, notebooks/ live there)."""
@@ -263,3 +266,71 @@ class LifecycleChecker:
             )
         if shown is not None:
             assert shown <= self.limit, f"{where}: memory context {shown} > {self.limit} tokens"
+
+
+# -- semantic recall (shared by the in-memory, SQLite and PostgreSQL tests) ----------------------
+
+SEARCH_FACTS = [
+    "My sister's wedding is in Lisbon next June",
+    "The car needs new winter tyres before December",
+    "Our cat Miso only eats salmon pâté",
+]
+"""Facts a user told memory; :func:`search_facts` finds one by a paraphrase, none by noise."""
+
+
+def search_facts(memory: ObservationalMemory) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Observe :data:`SEARCH_FACTS`, then search ``(a paraphrase, a nonsense query)``."""
+    messages = [HumanMessage(fact, id=f"fact-{i}") for i, fact in enumerate(SEARCH_FACTS)]
+    memory.observe(thread_id="facts", resource_id="u-search", messages=messages)
+    tool = create_recall_tool(memory)
+    cfg: RunnableConfig = {"configurable": {"thread_id": "facts", "resource_id": "u-search"}}
+
+    def search(query: str) -> dict[str, Any]:
+        result: dict[str, Any] = json.loads(tool.invoke({"mode": "search", "query": query}, cfg))
+        return result
+
+    return search("When is my sister's wedding?"), search("xyzzy plugh quantum accordion")
+
+
+# -- resource scope: an Observer that answers per thread ----------------------------------------
+
+
+def thread_observer_reply(messages: list[BaseMessage], info: RecordedCall) -> str:
+    """A scripted multi-thread Observer: one ``<thread id>`` block per thread it was sent.
+
+    Each block holds one line per user message of that thread (its first 12 words), under the
+    fixed date of :data:`FIXED`, so tests can find a fact in the shared log.
+    """
+    prompt = messages[-1].text if messages else ""
+    new = prompt.split("## New Messages to Observe", 1)[-1]
+    blocks = re.findall(r'<thread id="([^"]+)">(.*?)</thread>', new, re.DOTALL)
+    if not blocks:
+        blocks = [("", new)]
+    out = []
+    for label, body in blocks:
+        said = re.findall(r"^User(?: \([^)]*\))?: (.*)$", body, re.MULTILINE)
+        lines = [f"* 🔴 (09:00) User said: {' '.join(s.split()[:12])}" for s in said]
+        text = "Date: Nov 30, 2026\n" + "\n".join(lines or ["* 🟡 (09:00) (nothing new)"])
+        out.append(f'<thread id="{label}">\n{text}\n</thread>' if label else text)
+    return "<observations>\n" + "\n".join(out) + "\n</observations>"
+
+
+def thread_memory_reply(messages: list[BaseMessage], info: RecordedCall) -> str:
+    """Observer as :func:`thread_observer_reply`; as Reflector, keeps each thread's first line
+    per date (and its ``<thread id>`` and ``Date:`` lines)."""
+    prompt = messages[-1].text if messages else ""
+    if "## Observations to Condense" not in prompt:
+        return thread_observer_reply(messages, info)
+    body = prompt.split("## Observations to Condense", 1)[1].split("\n## ", 1)[0]
+    kept: list[str] = []
+    first = False
+    for line in body.splitlines():
+        if line.startswith("<thread id=") or line.startswith("Date:"):
+            kept.append(line)
+            first = True
+        elif line.startswith("</thread>"):
+            kept.append(line)
+        elif line.startswith("* ") and first:
+            kept.append(line)
+            first = False
+    return "<observations>\n" + "\n".join(kept) + "\n</observations>"

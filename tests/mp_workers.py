@@ -14,7 +14,6 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_om import ObservationalChatMessageHistory, ObservationalMemory
-from langchain_om.locks import PostgresThreadLock
 from langchain_om.testing import FunctionChatModel, memory_model
 from tests.helpers import build_agent
 
@@ -26,22 +25,14 @@ OPTIONS: dict[str, Any] = {
 }
 
 
-def open_memory(spec: dict[str, Any]) -> ObservationalMemory:
-    """The memory a worker (or the checking parent) uses for ``spec``."""
+def open_memory(spec: dict[str, Any], **overrides: Any) -> ObservationalMemory:
+    """The memory a worker (or the checking parent) uses for ``spec``; ``overrides`` replace
+    options of :data:`OPTIONS`."""
+    options = {**OPTIONS, **overrides}
     if spec["backend"] == "sqlite":
-        return ObservationalMemory.from_sqlite(spec["path"], **OPTIONS)
-    from langgraph.checkpoint.postgres import PostgresSaver  # noqa: PLC0415  optional extra
-    from langgraph.store.postgres import PostgresStore  # noqa: PLC0415  optional extra
-
-    saver_cm = PostgresSaver.from_conn_string(spec["url"])
-    store_cm = PostgresStore.from_conn_string(spec["url"])
-    saver, store = saver_cm.__enter__(), store_cm.__enter__()
-    lock = PostgresThreadLock(spec["url"])
-    memory = ObservationalMemory(store=store, checkpointer=saver, thread_lock=lock, **OPTIONS)
-    memory._closers.append(lock.close)
-    memory._closers.append(lambda: (store_cm.__exit__(None, None, None), None)[1])
-    memory._closers.append(lambda: (saver_cm.__exit__(None, None, None), None)[1])
-    return memory
+        return ObservationalMemory.from_sqlite(spec["path"], **options)
+    # One pool, migrations under an advisory lock, a PostgresThreadLock on the same database.
+    return ObservationalMemory.from_postgres(spec["url"], **options)
 
 
 def turn_text(proc: int, turn: int) -> str:

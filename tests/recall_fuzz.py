@@ -55,9 +55,12 @@ def _turns(resource: str, thread: str, n: int) -> list[BaseMessage]:
     return out
 
 
-def build_world(seed: int) -> tuple[ObservationalMemory, dict[str, list[str]], list[str]]:
+def build_world(
+    seed: int, scope: str = "thread"
+) -> tuple[ObservationalMemory, dict[str, list[str]], list[str]]:
     """The memory with both resources' threads; ``(memory, threads by resource, message ids)``."""
     memory = ObservationalMemory(
+        scope=scope,
         model=memory_model(),
         observation={"message_tokens": 300, "buffer_tokens": False},
         reflection={"observation_tokens": 100_000},
@@ -175,10 +178,13 @@ def _config(rng: random.Random, caller: str, threads: dict[str, list[str]]) -> R
     return {"configurable": configurable}
 
 
-def run_fuzz(calls: int, seed: int = 0) -> FuzzReport:
-    """About ``calls`` recall calls spread over the four patterns; see the module docstring."""
+def run_fuzz(calls: int, seed: int = 0, scope: str = "thread") -> FuzzReport:
+    """About ``calls`` recall calls spread over the four patterns; see the module docstring.
+
+    ``scope="resource"`` runs it on memory that shares one log per resource.
+    """
     rng = random.Random(seed)
-    memory, threads, ids = build_world(seed)
+    memory, threads, ids = build_world(seed, scope)
     recall = create_recall_tool(memory)
     report = FuzzReport()
     agents = {resource: _agent(memory, rng, threads, ids) for resource in MARKERS}

@@ -28,8 +28,14 @@ Modules:
     sanitize: NUL and lone surrogates replaced for storage.
     backoff: damping failed cycles across turns.
     branches: archive branches, so forks and time travel never overwrite each other's messages.
-    redact: error summaries safe to show to end users (secrets masked).
+    redact: error summaries safe to show to end users (secrets masked); PII redaction.
+    transforms: what the transform hooks' results mean; the archive's transformed view.
+    floor: the keep_last_messages floor on what leaves the window.
+    line_edits: observation line ids and the memory tool's edits.
+    preamble: a custom preamble template: its placeholders, checks and blocks.
+    schemas: schema extractors' schemas, prompt and value validation.
     structured: the schema of structured Observer/Reflector replies and their text rendering.
     output_modes: which output mode and Observer prompt variant a model gets.
     invented: observation lines about tool calls no observed message contains.
+    resource: resource scope's shared log: batching, thread labels, merging, deltas applied once.
 """

@@ -1,4 +1,4 @@
-"""Error summaries safe to show to end users: type, status code, a short redacted message.
+"""Redaction: error summaries safe to show to end users, and personal data in message text.
 
 Events (``data-om-*-failed``) and hook payloads are streamed to UIs; a provider exception's
 text can hold an API key (``Incorrect API key provided: sk-live-…``), a bearer token or a URL
@@ -12,7 +12,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["MASK", "MAX_MESSAGE_CHARS", "ErrorSummary", "error_summary", "redact_text"]
+__all__ = [
+    "MASK",
+    "MAX_MESSAGE_CHARS",
+    "PII_MASKS",
+    "ErrorSummary",
+    "error_summary",
+    "redact_pii",
+    "redact_text",
+]
 
 MASK = "***"
 MAX_MESSAGE_CHARS = 200
@@ -82,3 +90,52 @@ def _status_code(exc: BaseException) -> int | None:
 def error_summary(exc: BaseException) -> ErrorSummary:
     """The type, HTTP status code (when known) and redacted short message of ``exc``."""
     return ErrorSummary(type(exc).__name__, _status_code(exc), redact_text(str(exc)))
+
+
+# --- personal data (the PII redactor of the before_observation hook) ------------------------
+
+PII_MASKS = {"email": "[email]", "phone": "[phone]", "card": "[card]"}
+"""What each kind of personal data is replaced with by :func:`redact_pii`."""
+
+_EMAIL = re.compile(r"(?i)\b[a-z0-9._%+\-]+@[a-z0-9\-]+(?:\.[a-z0-9\-]+)*\.[a-z]{2,}\b")
+# 13-19 digits, optionally in groups separated by single spaces or hyphens
+_CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
+# +country or a leading digit/parenthesis, 9-15 digits in groups of separators
+_PHONE = re.compile(
+    r"(?<![\w+\-])(?:\+\d{1,3}[ .\-]?)?(?:\(\d{2,4}\)[ .\-]?)?\d[\d .\-]{6,16}\d(?![\w\-])"
+)
+_DATE_LIKE = re.compile(r"^\d{4}-\d{2}-\d{2}$|^\d{1,2}[.\-]\d{1,2}[.\-]\d{2,4}$")
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for index, char in enumerate(reversed(digits)):
+        value = int(char)
+        if index % 2:
+            value = value * 2 - 9 if value > 4 else value * 2
+        total += value
+    return total % 10 == 0
+
+
+def _card(match: re.Match[str]) -> str:
+    digits = re.sub(r"\D", "", match.group(0))
+    return PII_MASKS["card"] if _luhn(digits) else match.group(0)
+
+
+def _phone(match: re.Match[str]) -> str:
+    text = match.group(0)
+    digits = re.sub(r"\D", "", text)
+    if not 9 <= len(digits) <= 15 or _DATE_LIKE.match(text.strip()):
+        return text
+    return PII_MASKS["phone"]
+
+
+def redact_pii(text: str) -> str:
+    """``text`` with email addresses, card numbers (Luhn-valid) and phone numbers masked.
+
+    Dates (``2026-12-01``), times and short numbers are left alone; a card number is only
+    masked when its checksum is valid, so order numbers of the same length survive.
+    """
+    out = _EMAIL.sub(PII_MASKS["email"], text)
+    out = _CARD.sub(_card, out)
+    return _PHONE.sub(_phone, out)

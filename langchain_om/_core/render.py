@@ -47,7 +47,8 @@ from langchain_om._core.dates import (
     to_zone,
     year_label,
 )
-from langchain_om._core.markup import line_openings, neutralise
+from langchain_om._core.markup import MEMORY_TAGS, line_openings, neutralise
+from langchain_om._core.preamble import render_preamble, template_text
 from langchain_om._core.types import OM_META_KEY, ObservationGroup, OMRecord
 from langchain_om.errors import OMUsageError
 
@@ -154,6 +155,8 @@ def render_memory(
     show_ranges: bool | None = None,
     max_observation_tokens: int | None = None,
     count: Callable[[str], int] | None = None,
+    preamble: str | None = None,
+    working_memory: str | None = None,
 ) -> MemoryContext:
     """Render a record as the memory context for the agent's model.
 
@@ -170,6 +173,9 @@ def render_memory(
             its newest groups (:func:`bounded_groups`), the stored log stays whole.
         count: token counter for ``max_observation_tokens`` (without one, the groups' stored
             ``tokens``).
+        preamble: a custom preamble template (see :mod:`langchain_om._core.preamble`) in
+            place of the built-in guidance.
+        working_memory: the working-memory document, shown in its own block after the log.
 
     Returns:
         The context; empty (no blocks) when the record has no groups and no hints.
@@ -179,23 +185,27 @@ def render_memory(
     if max_observation_tokens is not None:
         groups, hidden = bounded_groups(groups, max_observation_tokens, count)
     hints_block = _render_hints(record)
-    if not groups and not hints_block:
+    working = _render_working_memory(working_memory)
+    if not groups and not hints_block and not working:
         return MemoryContext(blocks=[])
     ranges = retrieval if show_ranges is None else show_ranges
     today = _today(now, timezone or record.get("timezone"))
 
-    preamble = MEMORY_PREAMBLE
+    guidance = MEMORY_PREAMBLE
     if ranges and groups:
-        preamble += "\n\n" + RANGES_NOTE
+        guidance += "\n\n" + RANGES_NOTE
     if recall_instructions and recall_instructions.strip():
-        preamble += "\n\n" + recall_instructions.strip()
+        guidance += "\n\n" + recall_instructions.strip()
+    openings = MEMORY_OPENINGS
+    if preamble is not None:
+        openings = (*MEMORY_OPENINGS, *line_openings(template_text(preamble)))
 
-    texts = _annotated(groups, today)
+    texts = _annotated(groups, today, openings)
     if max_observation_tokens is not None and count is not None:
         groups, texts, hidden = _fit_annotated(
-            groups, texts, hidden, max_observation_tokens, count, today
+            groups, texts, hidden, max_observation_tokens, count, (today, openings)
         )
-    blocks = [preamble]
+    blocks: list[str] = []
     for index, (group, body) in enumerate(zip(groups, texts, strict=True)):
         if ranges:
             body = _group_heading(group) + "\n\n" + body
@@ -206,9 +216,31 @@ def render_memory(
         blocks.append(body)
     if groups:
         blocks.append(OBSERVATIONS_CLOSE)
-    if hints_block:
-        blocks.append(hints_block)
-    return MemoryContext(blocks=blocks)
+    if working:
+        blocks.append(working)
+    if preamble is not None:
+        return MemoryContext(
+            blocks=render_preamble(
+                preamble,
+                observation_blocks=blocks,
+                hints=hints_block,
+                today=today,
+                default=guidance,
+            )
+        )
+    return MemoryContext(blocks=[guidance, *blocks, *([hints_block] if hints_block else [])])
+
+
+WORKING_MEMORY_TAG = "working-memory"
+
+
+def _render_working_memory(text: str | None) -> str:
+    body = neutralise(
+        (text or "").strip(), tags=(*MEMORY_TAGS, WORKING_MEMORY_TAG), openings=MEMORY_OPENINGS
+    )
+    if not body:
+        return ""
+    return f"<{WORKING_MEMORY_TAG}>\n{body}\n</{WORKING_MEMORY_TAG}>"
 
 
 def _fit_annotated(
@@ -217,7 +249,7 @@ def _fit_annotated(
     hidden: int,
     max_tokens: int,
     count: Callable[[str], int],
-    today: date,
+    labels: tuple[date, tuple[str, ...]],
 ) -> tuple[list[ObservationGroup], list[str], int]:
     """Shown groups whose labelled text (relative dates added) still fits ``max_tokens``."""
     for _ in range(8):
@@ -233,7 +265,7 @@ def _fit_annotated(
             room = count(groups[0]["text"]) - over - 1  # the raw text, less what labels add
             groups, extra = bounded_groups(groups, max(1, room), count)
             hidden += extra
-        texts = _annotated(groups, today)
+        texts = _annotated(groups, *labels)
     return groups, texts, hidden
 
 
@@ -242,12 +274,14 @@ def _shown_lines(texts: Sequence[str]) -> str:
     return "\n".join(line for text in texts for line in text.splitlines() if line.strip())
 
 
-def _annotated(groups: Sequence[ObservationGroup], today: date) -> list[str]:
+def _annotated(
+    groups: Sequence[ObservationGroup], today: date, openings: tuple[str, ...] = MEMORY_OPENINGS
+) -> list[str]:
     """Each group's text as shown: markup neutralised, dates labelled relative to ``today``."""
     out: list[str] = []
     previous: date | None = None
     for group in groups:
-        text = neutralise(group["text"].strip(), openings=MEMORY_OPENINGS, dates=False)
+        text = neutralise(group["text"].strip(), openings=openings, dates=False)
         body, previous = annotate_relative_time(text, today, previous)
         out.append(body)
     return out

@@ -13,6 +13,8 @@ Modules:
     cycles: the cycle frame (events, hooks, failure) and the Observer/Reflector calls.
     buffer: background buffering and reflection, and activation of buffered work.
     turn: one step before a model call, in six stages.
+    resource: resource scope: parallel batches (``Gather``) and compare-and-set commits.
+    resource_turn: one thread's step in resource scope.
     standalone: a thread's record and window kept in the store (no graph).
     recall: the recall tool's modes (messages, threads, search) and its input model.
     storage: the store layout: every namespace and the ops on it.

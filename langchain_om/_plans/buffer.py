@@ -30,6 +30,7 @@ from langchain_om._plans.cycles import (
     run_cycle,
 )
 from langchain_om._plans.effects import Plan, StoreBatch
+from langchain_om._plans.extract import extract_plan, reflection_extractors
 from langchain_om._plans.storage import (
     chunk_delete_ops,
     chunk_put_op,
@@ -38,6 +39,7 @@ from langchain_om._plans.storage import (
     reflection_delete_op,
     reflection_put_op,
 )
+from langchain_om._plans.transforms import archived_messages
 from langchain_om._plans.types import ActivationTrigger, TurnEnv, TurnInput, emit_event
 from langchain_om.events import ActivationEvent
 from langchain_om.extractors import persist, run_extractors
@@ -92,6 +94,10 @@ def buffer_plan(
             env.extractors, parsed.extracted, record["extracted"], thread_id=thread_id
         )
         text = parsed.observations.strip()
+        ctx, extracted = cycle.context(), record["extracted"]
+        found.merge(
+            (yield from extract_plan(env, ctx, env.extractors, text, extracted, role="observer"))
+        )
         ids = [m.id or "" for m in messages]
         hints = (
             ("current_task", parsed.current_task),
@@ -135,8 +141,10 @@ def activation_plan(
     batch, rest = window[:count], window[count:]
     now = iso(env.now())
     new = _with_chunks(env, record, chunks, now)
+    ctx = {"thread_id": inp.thread_id, "resource_id": inp.resource_id, "trigger": triggered_by}
+    kept = yield from archived_messages(env, {**ctx, "operation": "activation"}, batch)
     new = yield from observed_plan(
-        batch,
+        kept,
         before=record,
         after=new,
         vector=env.vector,
@@ -212,6 +220,14 @@ def reflection_buffer_plan(
     def body(cycle: Cycle) -> Plan[tuple[OMRecord, dict[str, Any]]]:
         target = buffered_reflection_target(slice_tokens)
         best = yield from call_reflector(cycle, groups, target=target, skip_continuation_hints=True)
+        found = yield from extract_plan(
+            env,
+            cycle.context(),
+            reflection_extractors(env),
+            best.text,
+            record["extracted"],
+            role="reflector",
+        )
         value = {
             "id": stable_id(record["record_id"], "bref", *group_ids),
             "text": best.text,
@@ -219,12 +235,15 @@ def reflection_buffer_plan(
             "input_tokens": slice_tokens,
             "group_ids": list(group_ids),
             "created_at": iso(env.now()),
+            "extracted": found.values,
         }
         yield StoreBatch([reflection_put_op(record["thread_id"], value)])
         return record, {
             "buffered_tokens": best.tokens,
             "observations": best.text,
             "retention": best.retention,
+            "extracted_values": found.values,
+            "extraction_failures": found.failures,
         }
 
     cycle = _background_cycle(env, inp, record, "reflection", slice_tokens, cycle_id)
@@ -260,6 +279,8 @@ def activate_reflection(
         suggested_response=None,
     )
     new["reflection_suppressed_at_tokens"] = None
+    extracted = buffered.get("extracted") or {}
+    new["extracted"] = persist(reflection_extractors(env), new["extracted"], extracted)
     yield StoreBatch(
         [
             reflection_delete_op(record["thread_id"]),

@@ -50,7 +50,15 @@ from langchain_om._core.truncation import TruncatedObservations, truncate_observ
 from langchain_om._core.types import ObservationGroup, OMRecord
 from langchain_om._core.window import split_batch
 from langchain_om._plans.effects import HookCall, ModelCall, Plan, StoreBatch
+from langchain_om._plans.extract import extract_plan, reflection_extractors
 from langchain_om._plans.storage import observed_plan, reflected_ops
+from langchain_om._plans.transforms import (
+    after_observation,
+    after_reflection,
+    archived_messages,
+    before_observation,
+    before_reflection,
+)
 from langchain_om._plans.types import Trigger, TurnEnv, TurnInput, emit_event
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import CycleFailedError, ModelTierExceededError, ObserverOutputError
@@ -68,7 +76,7 @@ from langchain_om.events import (
     ThreadUpdateEvent,
     WindowUsage,
 )
-from langchain_om.extractors import persist, prior_values, run_extractors
+from langchain_om.extractors import inline_extractors, persist, prior_values, run_extractors
 
 logger = logging.getLogger("langchain_om")
 
@@ -176,6 +184,18 @@ class Cycle:
     started: float = field(default_factory=time.monotonic)
     usage: dict[str, Any] | None = None
     provider_metadata: dict[str, Any] | None = None
+    seen: list[BaseMessage] | None = None
+    """The messages the Observer was shown (after ``hooks.before_observation``)."""
+
+    def context(self) -> dict[str, Any]:
+        """The ``ctx`` argument of the transform hooks."""
+        return _hook_payload(
+            self.inp,
+            self.trigger,
+            cycle_id=self.cycle_id,
+            operation=self.operation,
+            actor_model=self.inp.actor_model,
+        )
 
     @property
     def duration_ms(self) -> int:
@@ -426,7 +446,10 @@ def call_observer(
     """
     env, record = cycle.env, cycle.record
     cfg = env.config
-    extractors = env.extractors
+    batch = cycle.seen = yield from before_observation(env, cycle.context(), batch)
+    if not batch:  # the hook withheld everything: observed, without a model call
+        return ObserverOutput("", None, None, None, {}, degenerate=False, raw="")
+    extractors = inline_extractors(env.extractors)
     history = format_messages_for_observer(
         batch,
         timezone=record["timezone"],
@@ -437,7 +460,7 @@ def call_observer(
         extra_tags=[e.slug for e in extractors],
         message_max_tokens=message_max_tokens or observer_message_budget(env),
     )
-    context = {"thread_id": record["thread_id"], "resource_id": record["resource_id"]}
+    context = {**cycle.context(), "source": "observation"}
     prompt = build_observer_messages(
         history=history,
         previous=previous_view(env, record, pending_texts),
@@ -478,9 +501,10 @@ def call_observer(
             source=history.text,
         )
         if verdict.accepted:
-            return _without_invented_tools(
-                replace(parsed, observations=verdict.observations), batch
-            )
+            accepted = replace(parsed, observations=verdict.observations)
+            kept = _without_invented_tools(accepted, batch)
+            text = yield from after_observation(env, cycle.context(), kept.observations)
+            return replace(kept, observations=text)
         reason, detail, raw = verdict.reason or "unparseable", verdict.detail, parsed.raw
         if attempt == 0:
             if cycle.trigger != "async-buffer":
@@ -581,7 +605,7 @@ def call_reflector(
 ) -> Plan[LadderResult]:
     """Condense ``groups`` with the compression ladder (escalating until it fits)."""
     env = cycle.env
-    text_in = log_text(groups)
+    text_in = yield from before_reflection(env, cycle.context(), log_text(groups))
     ladder = ReflectionLadder(
         start_level=compression_start_level(env.model_id("reflector", cycle.tokens)),
         target_tokens=max(1, target),
@@ -619,7 +643,11 @@ def call_reflector(
                     retention=last.retention,
                 )
             )
-    return ladder.result()
+    best = ladder.result()
+    text = yield from after_reflection(env, cycle.context(), best.text)
+    if text == best.text:
+        return best
+    return replace(best, text=text, tokens=env.counter.count_text(text) if text else 0)
 
 
 def observe_plan(
@@ -639,6 +667,10 @@ def observe_plan(
         )
         now = iso(env.now())
         text = parsed.observations.strip()
+        ctx, extracted = cycle.context(), record["extracted"]
+        found.merge(
+            (yield from extract_plan(env, ctx, env.extractors, text, extracted, role="observer"))
+        )
         ids = [m.id or "" for m in batch]
         group = make_group(
             text=text,
@@ -665,7 +697,8 @@ def observe_plan(
         )
         new["extracted"] = persist(env.extractors, record["extracted"], found.values)
         # Archive first: the messages leave the window only after they are stored.
-        new = yield from observed_plan(batch, before=record, after=new, vector=env.vector)
+        kept = yield from archived_messages(env, cycle.context(), batch, cycle.seen)
+        new = yield from observed_plan(kept, before=record, after=new, vector=env.vector)
         return new, {
             "observation_tokens": group["tokens"],
             "observations": text,
@@ -705,6 +738,11 @@ def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecor
         new["reflection_suppressed_at_tokens"] = churn_guard_after(
             best.tokens, threshold, new["observation_tokens"]
         )
+        extractors = reflection_extractors(env)
+        found = yield from extract_plan(
+            env, cycle.context(), extractors, best.text, record["extracted"], role="reflector"
+        )
+        new["extracted"] = persist(extractors, record["extracted"], found.values)
         index = reflected_ops(record, new, vector=env.vector)
         if index:
             yield StoreBatch(index)
@@ -713,6 +751,8 @@ def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecor
             "observations": best.text,
             "suggested_response": best.output.suggested_response,
             "retention": best.retention,
+            "extracted_values": found.values,
+            "extraction_failures": found.failures,
         }
 
     cycle = Cycle(env, inp, record, "reflection", record["observation_tokens"], inp.trigger)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import copy
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, Self, TypeVar
 
 from langchain_core.messages import BaseMessage
 from langgraph.store.base import BaseStore, GetOp, Op, PutOp, SearchOp
@@ -69,7 +70,21 @@ class AwaitBackground:
     timeout: float
 
 
-Effect = ModelCall | StoreBatch | HookCall | AwaitBackground
+@dataclass(frozen=True)
+class Call:
+    """Call a user function whose result the plan needs (a transform hook, an extractor call).
+
+    Unlike :class:`HookCall`, the result is sent back to the plan and an error is thrown into
+    it. ``fn`` may be sync or async; the async driver prefers ``afn`` when given.
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    afn: Callable[..., Awaitable[Any]] | None = None
+
+
+Effect = ModelCall | StoreBatch | HookCall | AwaitBackground | Call
 Plan = Generator[Effect, Any, T]
 
 
@@ -113,6 +128,12 @@ class Executor:
         self._acall_model = acall_model
         self.background = background
 
+    def with_store(self, store: BaseStore) -> Self:
+        """The same executor (subclass and all) on another store (a graph run's store)."""
+        clone = copy.copy(self)
+        clone.store = store
+        return clone
+
     def _waiter(self, effect: AwaitBackground) -> Waiter:
         if self.background is None:
             raise RuntimeError(f"no background runner to wait for job {effect.key!r}")
@@ -126,6 +147,8 @@ class Executor:
             return self.store.batch(storable(effect.ops)) if effect.ops else []
         if isinstance(effect, AwaitBackground):
             return self._waiter(effect).wait(effect.key, effect.timeout)
+        if isinstance(effect, Call):
+            return _call_sync(effect)
         return _call_hook_sync(effect)
 
     async def aexecute(self, effect: Effect) -> Any:
@@ -136,6 +159,8 @@ class Executor:
             return await self.store.abatch(storable(effect.ops)) if effect.ops else []
         if isinstance(effect, AwaitBackground):
             return await self._waiter(effect).await_key(effect.key, effect.timeout)
+        if isinstance(effect, Call):
+            return await _call_async(effect)
         return await _call_hook_async(effect)
 
 
@@ -222,16 +247,25 @@ async def _call_hook_async(effect: HookCall) -> None:
         logger.exception("langchain-om hook %s raised; ignored", effect.name)
 
 
-def _run_coroutine_blocking(awaitable: Awaitable[Any]) -> None:
+def _call_sync(effect: Call) -> Any:
+    result = effect.fn(*effect.args)
+    return _run_coroutine_blocking(result) if inspect.isawaitable(result) else result
+
+
+async def _call_async(effect: Call) -> Any:
+    result = (effect.afn or effect.fn)(*effect.args)
+    return await result if inspect.isawaitable(result) else result
+
+
+def _run_coroutine_blocking(awaitable: Awaitable[Any]) -> Any:
     """Run an async hook from the sync path (in a fresh loop, on a worker thread if needed)."""
 
-    async def wrap() -> None:
-        await awaitable
+    async def wrap() -> Any:
+        return await awaitable
 
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        asyncio.run(wrap())
-        return
+        return asyncio.run(wrap())
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        pool.submit(asyncio.run, wrap()).result()
+        return pool.submit(asyncio.run, wrap()).result()

@@ -139,6 +139,8 @@ class RecallSettings:
     vector: bool
     token_budget: int
     count: Count
+    min_score: float = 0.25
+    """Search hits scoring below this (cosine similarity) are not results."""
 
 
 @dataclass(frozen=True)
@@ -676,17 +678,23 @@ def _search_mode(
         caller.resource_id, query, thread_id=only, limit=limit, offset=(page - 1) * limit
     )
     (hits,) = yield StoreBatch([op])
-    results = [_search_entry(hit) for hit in hits if _search_owned(hit, caller, only)]
     if hits and all(hit.score is None for hit in hits):
         raise _RecallError(
             "The store has no vector index: build it with index={'embed': ..., 'dims': ..., "
             "'fields': ['text']} to search."
         )
+    relevant = [h for h in hits if h.score is not None and h.score >= settings.min_score]
+    results = [_search_entry(hit) for hit in relevant if _search_owned(hit, caller, only)]
     result: dict[str, Any] = {"results": [], "count": 0, "page": page, "query": query}
+    if not results:
+        result["note"] = (
+            f"Nothing matched the query (no message or observation scored at least "
+            f"{settings.min_score}). Try other words, or mode='threads' / mode='messages'."
+        )
     cut = fit_budget(results, _room(settings, result), settings.count)
     result["results"] = cut.entries
     result["count"] = len(cut.entries)
-    result["has_more"] = len(hits) == limit
+    result["has_more"] = len(hits) == limit and len(relevant) == len(hits)
     if cut.truncated:
         result["truncated"] = True
         result["token_offset"] = cut.token_offset

@@ -132,5 +132,6 @@ def step_plan(env: TurnEnv, req: StandaloneRequest) -> Plan[ThreadState]:
         idle = yield from idle_plan(env, replace(inp, record=done.record, window=done.window))
         started = {j.key for j in done.jobs}
         done.jobs = done.jobs + [j for j in idle.jobs if j.key not in started]
-    yield StoreBatch([state_put_op(req.thread_id, done.record, done.window)])
+    if not env.config.read_only:
+        yield StoreBatch([state_put_op(req.thread_id, done.record, done.window)])
     return done

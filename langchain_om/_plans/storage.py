@@ -633,7 +633,10 @@ def forget_plan(thread_id: str, resource_id: str | None) -> Plan[None]:
         if not items:
             break
         yield StoreBatch([PutOp(search, item.key, None) for item in items])
-    yield StoreBatch([state_delete_op(thread_id), PutOp(threads_ns(resource_id), thread_id, None)])
+    pending = [pending_delete_op(resource_id, thread_id)] if resource_id else []
+    yield StoreBatch(
+        [state_delete_op(thread_id), PutOp(threads_ns(resource_id), thread_id, None), *pending]
+    )
 
 
 READ_PAGE = 1000
@@ -753,3 +756,60 @@ def migrate_legacy_plan(thread_id: str, resource_id: str | None) -> Plan[None]:
             yield from _move_plan(
                 (ROOT, kind, old_resource), (ROOT, kind, resource_label(resource_id)), flt
             )
+
+
+# -- resource scope: the shared record and each thread's unobserved messages ----------------
+#
+# ``("langchain_om", "resource", <resource_id>)``: key ``"record"`` holds the resource's shared
+# observation log, per-thread cursors and compare-and-set version; key ``"pending:<thread>"``
+# holds a thread's unobserved messages, so a step of another thread (in another process) can
+# observe them and show them to its agent.
+
+RESOURCE_RECORD_KEY = "record"
+PENDING_PREFIX = "pending:"
+MAX_PENDING_THREADS = 1_000
+"""Most threads of one resource whose unobserved messages are read."""
+
+
+def resource_ns(resource_id: str) -> tuple[str, ...]:
+    """Namespace of a resource's shared record and its threads' unobserved messages."""
+    return (ROOT, "resource", resource_label(resource_id))
+
+
+def resource_record_get_op(resource_id: str) -> GetOp:
+    """Get op reading a resource's shared record."""
+    return GetOp(resource_ns(resource_id), RESOURCE_RECORD_KEY)
+
+
+def resource_record_put_op(resource_id: str, value: Mapping[str, Any]) -> PutOp:
+    """Put op writing a resource's shared record (the caller holds the resource lock)."""
+    return PutOp(resource_ns(resource_id), RESOURCE_RECORD_KEY, dict(value), index=False)
+
+
+def pending_put_op(
+    resource_id: str, thread_id: str, messages: Sequence[BaseMessage], tokens: int
+) -> PutOp:
+    """Put op storing a thread's unobserved messages (and their token count)."""
+    value = {"thread_id": thread_id, "messages": dump_messages(messages), "tokens": tokens}
+    return PutOp(
+        resource_ns(resource_id), PENDING_PREFIX + thread_label(thread_id), value, index=False
+    )
+
+
+def pending_delete_op(resource_id: str, thread_id: str) -> PutOp:
+    """Delete op for a thread's stored unobserved messages (resource scope)."""
+    return PutOp(resource_ns(resource_id), PENDING_PREFIX + thread_label(thread_id), None)
+
+
+def pending_list_op(resource_id: str) -> SearchOp:
+    """Search op listing the unobserved messages of every thread of a resource."""
+    return SearchOp(resource_ns(resource_id), limit=MAX_PENDING_THREADS)
+
+
+def unpack_pending(items: Sequence[Item]) -> dict[str, list[BaseMessage]]:
+    """Per thread id, its stored unobserved messages (from :func:`pending_list_op`'s items)."""
+    out: dict[str, list[BaseMessage]] = {}
+    for item in items:
+        if item.key.startswith(PENDING_PREFIX) and isinstance(item.value, Mapping):
+            out[str(item.value["thread_id"])] = load_messages(item.value.get("messages") or [])
+    return out

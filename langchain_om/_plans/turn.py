@@ -18,12 +18,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_om._core.cache_ttl import auto_ttl_ms
 from langchain_om._core.dates import iso, message_time, stamp_messages
+from langchain_om._core.floor import floor_chunks, floor_cut
 from langchain_om._core.record import new_record
 from langchain_om._core.reflector import select_reflection_slice, should_reflect
 from langchain_om._core.temporal import gap_reminder
@@ -59,6 +60,7 @@ from langchain_om._plans.damping import (
     with_success,
 )
 from langchain_om._plans.effects import AwaitBackground, Plan, StoreBatch
+from langchain_om._plans.resource_turn import resource_turn_plan
 from langchain_om._plans.storage import (
     backoff_get_op,
     backoff_put_op,
@@ -286,9 +288,11 @@ def _new_record(env: TurnEnv, inp: TurnInput, now: datetime) -> OMRecord:
 
 def turn_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
     """One step (see the module docstring)."""
+    if env.config.scope == "resource" and env.config.enabled:  # one log per resource
+        return (yield from cast("Plan[TurnOutcome]", resource_turn_plan(env, inp)))
     now = env.now()
     out = TurnOutcome(record=_new_record(env, inp, now), window=list(inp.window))
-    if not env.config.enabled:  # ObservationalMemory(False): every front door passes through
+    if not env.config.enabled or env.config.read_only:  # every front door passes through
         return out
     step = yield from _prepare(_Step(env, inp, out, now))
     if inp.allow_observe:
@@ -331,8 +335,11 @@ def _prepare(step: _Step) -> Plan[_Step]:
 def _activate(
     step: _Step, chunks: Sequence[Mapping[str, Any]], trigger: ActivationTrigger
 ) -> Plan[None]:
+    keep = step.env.config.keep_last_messages
+    chunks = chunks[: floor_chunks(chunks, len(step.out.window), keep)]
     if not chunks:
         return
+    step.chain = step.chain[len(chunks) :]  # ``chunks`` is always a prefix of the chain
     out = step.out
     out.record, out.window, moved = yield from activation_plan(
         step.env, step.inp, out.record, out.window, chunks, triggered_by=trigger
@@ -361,7 +368,6 @@ def _activate_due(step: _Step) -> Plan[None]:
             floor=step.env.config.observation.retention_floor_tokens,
         ).count
     yield from _activate(step, step.chain[:count], trigger)
-    step.chain = step.chain[count:]
 
 
 def _await_buffer(step: _Step) -> Plan[None]:
@@ -421,6 +427,7 @@ def _observe_due(step: _Step) -> Plan[None]:
     yield from _activate(step, step.chain, "threshold")
     step.chain = []
     cut = _sync_cut(step, observe_pending=step.tokens >= block_after)
+    cut = floor_cut(out.window, cut, env.config.keep_last_messages)
     if cut <= 0:
         return
     batch = out.window[:cut]

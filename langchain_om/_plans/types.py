@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
 
+from langchain_om._core.schemas import StructuredRequest
 from langchain_om._core.thresholds import message_threshold
 from langchain_om._core.tokens import TokenCounter
 from langchain_om._core.types import OMRecord
@@ -43,6 +44,10 @@ class TurnEnv:
     timezone: str = "UTC"
     cache_retention: str | None = None
     """OpenAI ``prompt_cache_retention`` of the agent's model (the ``"auto"`` idle TTL)."""
+    structured: Callable[[StructuredRequest], Any] = lambda request: _no_structured(request)
+    """Runs a schema extractor's structured-output call (blocking); the engine provides it."""
+    astructured: Callable[[StructuredRequest], Awaitable[Any]] | None = None
+    """Async twin of :attr:`structured`."""
 
     def message_threshold(self, record: OMRecord) -> int:
         """Unobserved-message tokens that trigger observation of ``record``'s thread."""
@@ -80,6 +85,13 @@ class TurnInput:
     """Emit ``data-om-status`` (once per model call: the graph's cycle nodes do not)."""
     context_overflow: bool = False
     """The agent's model call overflowed its context: observe now, keeping the current turn."""
+
+
+def _no_structured(request: StructuredRequest) -> Any:
+    raise OMUsageError(
+        f"extractor {request.slug!r} needs a structured-output call, which this environment "
+        "cannot make; run it through ObservationalMemory."
+    )
 
 
 def require_thread_id(thread_id: str | None) -> str:

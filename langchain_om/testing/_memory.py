@@ -2,9 +2,9 @@
 
 :func:`memory_model` returns a :class:`FunctionChatModel` that answers like a well-behaved
 Observer (one observation per message it is shown, under the same ``Date:`` headers) and
-Reflector (keeps the dates, every 🔴 line and about ``keep`` of the other lines, shortened;
-when that is still above the size the prompt asks for, it keeps every k-th line). It needs no
-network and gives the same output for the same input, so apps that use OM can be tested offline.
+Reflector (keeps the dates, every 🔴 line and about ``keep`` of the other lines, shortened and
+without their times; when that is still above the size the prompt asks for, it keeps every
+k-th line). It needs no network and gives the same output for the same input, so apps that use OM can be tested offline.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ def _reflect(observations: str, keep: float, words: int, target: int | None = No
                 kept.append(line)
             continue
         if "🔴" in line[:6] or index % step == 0:
-            kept.append(" ".join(line.split()[: 4 + words]))
+            parts = [p for p in line.split() if not _TIME.fullmatch(p)]  # times merged away
+            kept.append(" ".join(parts[: 3 + words]))
         index += 1
     while kept and kept[-1].startswith("Date:"):
         kept.pop()
@@ -63,6 +64,7 @@ def _reflect(observations: str, keep: float, words: int, target: int | None = No
 
 
 _TARGET = re.compile(r"under about (\d+) tokens")
+_TIME = re.compile(r"\(\d{1,2}:\d{2}\)")
 
 
 def _estimate(lines: list[str]) -> int:

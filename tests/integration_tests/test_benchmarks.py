@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -154,3 +155,50 @@ def test_time_middleware_excludes_the_model_call(monkeypatch: pytest.MonkeyPatch
     assert probe.wrap_model_call("request", model_call) == "response"
     assert timer.by_hook == {"before_model": 2.0, "wrap_model_call": 1.5}
     assert (timer.calls, timer.take(), timer.take()) == (2, 3.5, 0.0)
+
+
+def test_worker_benchmark_runs_and_checks_its_invariants() -> None:
+    """``workers.py --quick`` on 1 and 2 workers: a table row per setting, invariants ok."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "workers.py"),
+            "--quick",
+            "--workers",
+            "1,2",
+            "--threads",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [
+        ln
+        for ln in done.stdout.splitlines()
+        if ln.startswith("| sqlite") or ln.startswith("| postgres")
+    ]
+    assert {r.split("|")[1].strip() for r in rows} >= {"sqlite"}
+    assert all(r.rstrip(" |").endswith("ok") for r in rows), done.stdout
+
+
+def test_resource_batches_benchmark_writes_its_table(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "resource_batches.py"),
+            "--delay",
+            "0.05",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    table = (tmp_path / "resource_batches.md").read_text(encoding="utf-8")
+    assert "| sync (worker threads) | 3 |" in table and "| async (tasks) | 3 |" in table

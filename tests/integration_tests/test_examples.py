@@ -7,10 +7,12 @@ import runpy
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, require_postgres
 
 EXAMPLES = ROOT / "examples"
-SCRIPTS = sorted(p.name for p in EXAMPLES.glob("*.py"))
+POSTGRES_SCRIPTS = {"postgres_memory.py"}
+"""Examples that need PostgreSQL (run by their own ``postgres``-marked test)."""
+SCRIPTS = sorted(p.name for p in EXAMPLES.glob("*.py") if p.name not in POSTGRES_SCRIPTS)
 
 
 def run_example(name: str, capsys: pytest.CaptureFixture[str]) -> str:
@@ -73,3 +75,57 @@ def test_bad_observer_replies_example_archives_nothing_until_a_real_reply(
     assert "turn 1: 4 messages in the window, 0 archived" in out
     assert "failed cycles and their reasons: ['empty', 'echo']" in out
     assert number(r"turn 7: \d+ messages in the window, (\d+) archived", out) > 0
+
+
+@pytest.mark.postgres
+def test_postgres_example_archives_in_postgres(capsys: pytest.CaptureFixture[str]) -> None:
+    require_postgres()  # the example reads LANGCHAIN_OM_POSTGRES_URL, as the tests do
+    out = run_example("postgres_memory.py", capsys)
+    observed = number(r"(\d+) observed", out)
+    assert observed > 0 and number(r"(\d+) archived in PostgreSQL", out) == observed
+
+
+def test_redact_pii_example_keeps_personal_data_out(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("redact_pii.py", capsys)
+    assert "observer prompt holds the email: False" in out
+    assert "maya.lopez@example.com" not in out and "4111 1111" not in out
+    assert "[email]" in out and "[phone]" in out and "[card]" in out
+
+
+def test_read_only_example_reads_and_changes_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("read_only.py", capsys)
+    assert "User said: I moved to Lisbon in March." in out
+    assert "reviewer model calls: 0" in out and "stored log unchanged: True" in out
+
+
+def test_keep_last_messages_example_keeps_four(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("keep_last_messages.py", capsys)
+    assert number(r"(\d+) observed", out) == 16
+    assert "4 kept verbatim" in out and "human: Step 9 of the plan" in out
+
+
+def test_custom_preamble_example_renders_and_refuses(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("custom_preamble.py", capsys)
+    assert out.startswith("You are Maya's travel assistant. Today is ")
+    assert "User said: I prefer aisle seats" in out
+    assert "refused: preamble" in out and "{observation}" in out
+
+
+def test_profile_extractor_example_keeps_a_typed_profile(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = run_example("profile_extractor.py", capsys)
+    last = out.strip().splitlines()[-1]
+    assert last.endswith("{'name': 'Maya', 'city': 'Porto', 'allergies': ['peanuts']}")
+
+
+def test_working_memory_example_keeps_and_updates(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("working_memory.py", capsys)
+    assert "kept by the Observer: '# About the user\\n- Location: Lisbon'" in out
+    assert "<working-memory>\n# About the user\n- Location: Porto\n</working-memory>" in out
+
+
+def test_cross_thread_example_shows_both_ways(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("cross_thread.py", capsys)
+    assert "resource scope, new thread sees Oslo: True" in out
+    assert "thread scope + recall, tools offered: ['recall']" in out

@@ -27,7 +27,7 @@ def observer(values: list[str]) -> FunctionChatModel:
     [
         ({"name": "!!!", "instructions": "x"}, "no letters"),
         ({"name": "Current Task", "instructions": "x"}, "reserved"),
-        ({"name": "Prefs", "instructions": "x", "schema": dict}, "not supported"),
+        ({"name": "Prefs", "instructions": "x", "schema": dict}, "pydantic model class"),
         ({"name": "Prefs", "instructions": "x", "metadata_key_path": "elsewhere.x"}, "extracted."),
     ],
 )

@@ -25,6 +25,7 @@ PINNED: dict[str, list[str]] = {
         "CallableTokenCounter",
         "CycleFailedError",
         "Extractor",
+        "HookError",
         "Hooks",
         "MemoryContext",
         "MissingProviderError",
@@ -51,6 +52,7 @@ PINNED: dict[str, list[str]] = {
         "ThreadSnapshot",
         "TokenCounter",
         "TurnOutcome",
+        "WorkingMemoryExtractor",
         "__version__",
         "add_observational_memory",
         "as_token_counter",
@@ -86,6 +88,7 @@ PINNED: dict[str, list[str]] = {
     ],
     "langchain_om.errors": [
         "CycleFailedError",
+        "HookError",
         "MissingProviderError",
         "ModelResolutionError",
         "ModelTierExceededError",
@@ -222,9 +225,11 @@ PINNED: dict[str, list[str]] = {
         "parse_event",
     ],
     "langchain_om.extractors": [
+        "DEFAULT_WORKING_MEMORY_TEMPLATE",
         "ExtractionResult",
         "Extractor",
         "RESERVED_SLUGS",
+        "WorkingMemoryExtractor",
         "check_extractors",
         "run_extractors",
     ],
@@ -285,6 +290,15 @@ PINNED: dict[str, list[str]] = {
         "invoke_model",
         "is_transient",
     ],
+    "langchain_om.postgres": [
+        "AsyncPostgresStorage",
+        "CONNECTION_KWARGS",
+        "POOL_DEFAULTS",
+        "PostgresMemorySaver",
+        "PostgresStorage",
+        "aopen_postgres",
+        "open_postgres",
+    ],
     "langchain_om.sqlite": [
         "SqliteMemorySaver",
         "SqliteMemoryStore",
@@ -313,7 +327,14 @@ PINNED: dict[str, list[str]] = {
         "ALLOWED_MODULE_PREFIXES",
         "is_allowed_fake",
     ],
+    "langchain_om.transforms": [
+        "PII_MASKS",
+        "redact_messages",
+        "redact_pii",
+        "redactor",
+    ],
     "langchain_om.tools": [
+        "create_memory_tool",
         "create_recall_tool",
     ],
 }

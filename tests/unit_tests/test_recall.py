@@ -41,7 +41,7 @@ from langchain_om._core.recall import (
 )
 from langchain_om._core.types import OM_META_KEY, ObservationGroup
 from langchain_om._plans.storage import archive_ops, index_ops, search_index_ops, threads_ns
-from langchain_om.errors import OMUsageError
+from langchain_om.errors import OMConfigError, OMUsageError
 from langchain_om.testing import FunctionChatModel, HashEmbeddings
 from langchain_om.tools import create_recall_tool
 
@@ -784,9 +784,12 @@ def test_search_needs_vector_a_query_and_an_index() -> None:
     off = create_recall_tool(mem, vector=False)
     assert "Search is off" in call(off, mode="search", query="cat")["error"]
     assert "needs a query" in call(create_recall_tool(mem), mode="search")["error"]
-    plain = recall_memory(vector=True)
+    with pytest.raises(OMConfigError, match=r"retrieval.vector=True needs a store with a vector"):
+        recall_memory(vector=True)
+    plain = recall_memory()  # the tool's own vector=True on a store without an index
     archive(plain, "t1", "u1", chat(3), search=True)
-    assert "no vector index" in call(create_recall_tool(plain), mode="search", query="x")["error"]
+    tool = create_recall_tool(plain, vector=True)
+    assert "no vector index" in call(tool, mode="search", query="x")["error"]
 
 
 @pytest.mark.minilm
@@ -833,10 +836,15 @@ def test_recall_instructions_follow_scope_and_vector() -> None:
     text = recall_instructions(plain.retrieval)
     assert "cursor" in text and "page" in text and "detail" in text and "truncated" in text
     assert "mode='threads'" in text and "mode='search'" not in text
-    vector = recall_memory(vector=True, instructions="Prefer recent threads.").config
+
+    def indexed() -> InMemoryStore:
+        return InMemoryStore(index={"embed": HashEmbeddings(dims=8), "dims": 8, "fields": ["text"]})
+
+    vector = recall_memory(indexed(), vector=True, instructions="Prefer recent threads.").config
     with_search = recall_instructions(vector.retrieval)
     assert "mode='search'" in with_search and with_search.endswith("Prefer recent threads.")
-    thread = recall_instructions(recall_memory(scope="thread", vector=True).config.retrieval)
+    thread_memory = recall_memory(indexed(), scope="thread", vector=True)
+    thread = recall_instructions(thread_memory.config.retrieval)
     assert "mode='threads'" not in thread and "this conversation" in thread
     off = ObservationalMemory(model=FunctionChatModel(function=lambda m, i: "x")).config
     assert recall_instructions(off.retrieval) == ""

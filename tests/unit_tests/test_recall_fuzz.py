@@ -11,3 +11,9 @@ def test_recall_fuzz_300_calls_leaks_nothing() -> None:
     assert report.leaks == []
     assert report.total >= 300 and set(report.calls) == {"tool_call", "args", "lcel", "tool_node"}
     assert report.items > 100  # the fuzz reads real data, it is not all errors
+
+
+def test_recall_fuzz_in_resource_scope_leaks_nothing() -> None:
+    report = run_fuzz(200, seed=2, scope="resource")
+    assert report.leaks == []
+    assert report.items > 50

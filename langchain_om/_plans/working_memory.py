@@ -1,0 +1,93 @@
+"""The working memory: reading it from a record and writing the application's updates.
+
+The working memory is the value of the :class:`~langchain_om.extractors.WorkingMemoryExtractor`
+in the record (``record["extracted"]["working-memory"]`` by default), so it follows the
+memory's scope. :func:`working_memory_text` renders it for the agent's context;
+:func:`update_working_memory_plan` replaces it in a stored (standalone) thread.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_om._core.schemas import validate_value
+from langchain_om._core.types import OMRecord
+from langchain_om._plans.effects import Plan, StoreBatch
+from langchain_om._plans.standalone import ThreadState, load_plan
+from langchain_om._plans.storage import state_put_op
+from langchain_om._plans.types import TurnEnv
+from langchain_om.errors import OMUsageError
+from langchain_om.extractors import (
+    Extractor,
+    WorkingMemoryExtractor,
+    get_path,
+    set_path,
+    working_memory_extractor,
+)
+
+
+def require_working_memory(extractors: Sequence[Extractor]) -> WorkingMemoryExtractor:
+    """The working-memory extractor, or a clear error when none is configured.
+
+    Raises:
+        OMUsageError: no ``WorkingMemoryExtractor`` and ``manage_working_memory`` is off.
+    """
+    found = working_memory_extractor(extractors)
+    if found is None or found.path is None:
+        raise OMUsageError(
+            "This memory keeps no working memory: set observation.manage_working_memory=True "
+            "or add a WorkingMemoryExtractor (with a key path) to observation.extract."
+        )
+    return found
+
+
+def working_memory_value(extractors: Sequence[Extractor], record: Mapping[str, Any]) -> Any:
+    """The working memory kept in ``record`` (``None`` when empty or not configured)."""
+    found = working_memory_extractor(extractors)
+    if found is None or found.path is None:
+        return None
+    return get_path(record.get("extracted") or {}, found.path)
+
+
+def working_memory_text(extractors: Sequence[Extractor], record: Mapping[str, Any]) -> str | None:
+    """The working memory as the text of its context block (JSON for a typed one)."""
+    value = working_memory_value(extractors, record)
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        return value.strip() or None
+    return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def with_working_memory(extractors: Sequence[Extractor], record: OMRecord, value: Any) -> OMRecord:
+    """``record`` with its working memory replaced by ``value`` (validated when typed).
+
+    Raises:
+        OMUsageError: no working memory is configured, or ``value`` does not fit its schema.
+    """
+    found = require_working_memory(extractors)
+    if found.structured:
+        try:
+            value = validate_value(found.schema, value)
+        except ValueError as exc:
+            raise OMUsageError(f"the working memory does not fit its schema: {exc}") from None
+    elif not isinstance(value, str):
+        raise OMUsageError(
+            f"the working memory is a text document; pass a str, got {type(value).__name__}."
+        )
+    assert found.path is not None
+    out = dict(record)
+    out["extracted"] = set_path(record["extracted"], found.path, value)
+    return out  # type: ignore[return-value]
+
+
+def update_working_memory_plan(
+    env: TurnEnv, thread_id: str, resource_id: str | None, value: Any
+) -> Plan[ThreadState]:
+    """Replace a stored thread's working memory (its window and log unchanged)."""
+    state = yield from load_plan(env, thread_id, resource_id)
+    state.record = with_working_memory(env.extractors, state.record, value)
+    yield StoreBatch([state_put_op(thread_id, state.record, state.window)])
+    return state

@@ -1,0 +1,183 @@
+"""Options the config accepts but the engine does not honour yet, refused when it is built.
+
+The config keeps the whole option surface (so a Mastra config can be pasted and validated),
+but an option that would be accepted and then ignored is refused by ``ObservationalMemory(...)``
+with an :class:`~langchain_om.errors.OMConfigError` that names the option, the limitation and
+what to use instead. Each entry says which values are refused: values that give today's
+behaviour anyway (the default, ``False``) stay accepted.
+
+Whoever makes one of these options work removes its entry in the same change, and adds the
+option's behaviour to the option walk in ``tests/unit_tests/test_option_walk.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from langchain_om.config import ObservationalMemoryConfig
+from langchain_om.errors import OMConfigError
+
+__all__ = ["UNBUILT", "UNBUILT_IN_RESOURCE_SCOPE", "Unbuilt", "refuse_unbuilt"]
+
+
+@dataclass(frozen=True)
+class Unbuilt:
+    """One option value the engine refuses until it is implemented."""
+
+    option: str
+    """Dotted snake_case path of the option."""
+    refused: Callable[[ObservationalMemoryConfig], bool]
+    """Whether ``config`` sets the option to a value that would be ignored."""
+    why: str
+    """What is missing, in one sentence."""
+    instead: str
+    """What to do instead."""
+
+    def error(self) -> OMConfigError:
+        """The error naming the option, the limitation and the alternative."""
+        return OMConfigError(
+            f"Option {self.option!r} is not supported yet: {self.why} {self.instead}",
+            option=self.option,
+        )
+
+
+UNBUILT: tuple[Unbuilt, ...] = (
+    Unbuilt(
+        "observation.max_tokens_per_batch",
+        lambda c: c.scope == "thread" and c.observation.max_tokens_per_batch != 10_000,
+        "it caps the batches of threads observed together in resource scope; thread scope "
+        "observes one thread per call, so it would be ignored.",
+        "Leave it out, or use scope='resource'.",
+    ),
+    Unbuilt(
+        "obscure_thread_ids",
+        lambda c: c.scope == "thread" and c.obscure_thread_ids is True,
+        "thread ids enter observation text only in resource scope; in thread scope no thread "
+        "id reaches the Observer, so there is nothing to hash.",
+        "Leave it out (resource scope hashes them by default), or use scope='resource'.",
+    ),
+)
+"""Every refused option value, in the order they are checked."""
+
+_RESOURCE_FIX = "Leave it out in resource scope, or use scope='thread'."
+
+
+def _hook_in_resource_scope(name: str) -> Callable[[ObservationalMemoryConfig], bool]:
+    """Whether a config sets the transform hook ``name`` in resource scope."""
+    return lambda c: c.scope == "resource" and getattr(c.hooks, name) is not None
+
+
+UNBUILT_IN_RESOURCE_SCOPE: tuple[Unbuilt, ...] = (
+    Unbuilt(
+        "observation.extract",
+        lambda c: c.scope == "resource" and bool(c.observation.extract),
+        "extractors do not run in resource scope yet (the shared log has no extracted values).",
+        _RESOURCE_FIX,
+    ),
+    Unbuilt(
+        "observation.thread_title",
+        lambda c: c.scope == "resource" and c.observation.thread_title,
+        "the Observer of several threads at once does not propose thread titles.",
+        _RESOURCE_FIX,
+    ),
+    Unbuilt(
+        "temporal_markers",
+        lambda c: c.scope == "resource" and c.temporal_markers,
+        "time-gap reminders are not inserted in resource scope yet.",
+        _RESOURCE_FIX,
+    ),
+    Unbuilt(
+        "observation.use_usage_metadata",
+        lambda c: c.scope == "resource" and c.observation.use_usage_metadata,
+        "resource scope triggers on the estimated tokens of all the resource's threads; the "
+        "provider-reported usage of one thread's reply is not used.",
+        _RESOURCE_FIX,
+    ),
+    Unbuilt(
+        "activate_after_idle",
+        lambda c: (
+            c.scope == "resource"
+            and bool(
+                c.activate_after_idle
+                or c.observation.activate_after_idle
+                or c.reflection.activate_after_idle
+            )
+        ),
+        "it activates buffered work early, and resource scope buffers nothing.",
+        _RESOURCE_FIX,
+    ),
+    Unbuilt(
+        "activate_on_provider_change",
+        lambda c: (
+            c.scope == "resource"
+            and bool(
+                c.activate_on_provider_change
+                or c.observation.activate_on_provider_change
+                or c.reflection.activate_on_provider_change
+            )
+        ),
+        "it activates buffered work early, and resource scope buffers nothing.",
+        _RESOURCE_FIX,
+    ),
+    Unbuilt(
+        "read_only",
+        lambda c: c.scope == "resource" and c.read_only,
+        "the shared log of a resource is loaded by the step a read-only memory skips.",
+        _RESOURCE_FIX,
+    ),
+    Unbuilt(
+        "keep_last_messages",
+        lambda c: c.scope == "resource" and c.keep_last_messages > 0,
+        "the floor applies to one thread's window; resource cycles cut every thread's.",
+        _RESOURCE_FIX,
+    ),
+    *[
+        Unbuilt(
+            f"hooks.{name}",
+            _hook_in_resource_scope(name),
+            "transform hooks do not run in the resource scope's cycles yet.",
+            _RESOURCE_FIX,
+        )
+        for name in (
+            "before_observation",
+            "after_observation",
+            "before_reflection",
+            "after_reflection",
+        )
+    ],
+    Unbuilt(
+        "memory_tool",
+        lambda c: c.scope == "resource" and c.memory_tool,
+        "the tool edits the thread's record, and resource scope keeps the log in the store.",
+        _RESOURCE_FIX,
+    ),
+    Unbuilt(
+        "observation.manage_working_memory",
+        lambda c: c.scope == "resource" and c.observation.manage_working_memory,
+        "extractors, the working memory's included, do not run in resource scope yet.",
+        _RESOURCE_FIX,
+    ),
+    Unbuilt(
+        "reflection.extract",
+        lambda c: c.scope == "resource" and bool(c.reflection.extract),
+        "extractors do not run in resource scope yet.",
+        _RESOURCE_FIX,
+    ),
+)
+"""Option values refused in resource scope only (they work in thread scope)."""
+
+
+def refuse_unbuilt(
+    config: ObservationalMemoryConfig,
+    entries: tuple[Unbuilt, ...] = UNBUILT + UNBUILT_IN_RESOURCE_SCOPE,
+) -> None:
+    """Raise for the first option of ``config`` that would be accepted and ignored.
+
+    Raises:
+        OMConfigError: ``config`` sets an option in ``entries`` to a refused value; ``option``
+            is its dotted path and the message names the alternative.
+    """
+    for entry in entries:
+        if entry.refused(config):
+            raise entry.error()

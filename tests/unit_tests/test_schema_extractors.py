@@ -1,0 +1,269 @@
+"""Schema extractors: typed values filled by a structured-output call after each cycle."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sys
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from pydantic import BaseModel
+from typing_extensions import TypedDict
+
+from langchain_om import Extractor, OMConfigError
+from langchain_om.display import render_html, render_text
+from langchain_om.events import OMEvent
+from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
+from tests.helpers import make_memory
+
+
+class Profile(BaseModel):
+    name: str
+    city: str | None
+    allergies: list[str]
+
+
+class Tasks(TypedDict):
+    open: list[str]
+
+
+TASKS_SCHEMA = {
+    "title": "Tasks",
+    "type": "object",
+    "properties": {"open": {"type": "array", "items": {"type": "string"}}},
+    "required": ["open"],
+}
+
+
+def section(prompt: str, title: str) -> str:
+    return prompt.split(f"## {title}\n\n", 1)[1].split("\n\n## ", 1)[0]
+
+
+def fill_profile(prompt: str) -> dict[str, Any]:
+    """What a good model answers: the previous value, updated from the new observations."""
+    before = section(prompt, "Previous value")
+    value: dict[str, Any] = (
+        json.loads(before) if before != "none" else {"name": "", "city": None, "allergies": []}
+    )
+    new = section(prompt, "New observations")
+    for name in re.findall(r"my name is (\w+)", new, re.I):
+        value["name"] = name
+    for city in re.findall(r"(?:live in|moved to) (\w+)", new, re.I):
+        value["city"] = city
+    for allergy in re.findall(r"allergic to (\w+)", new, re.I):
+        if allergy not in value["allergies"]:
+            value["allergies"].append(allergy)
+    return value
+
+
+def fill_tasks(prompt: str) -> dict[str, Any]:
+    before = section(prompt, "Previous value")
+    value: dict[str, Any] = json.loads(before) if before != "none" else {"open": []}
+    value["open"] += re.findall(r"remind me to (\w+)", section(prompt, "New observations"), re.I)
+    return value
+
+
+def observer_and_extractor(keep: float = 0.3, **answers: Any) -> FunctionChatModel:
+    """``memory_model()`` for the Observer; schema calls answered by ``answers[schema name]``."""
+    observer = memory_model(words=30, keep=keep)
+    assert observer.function is not None
+    observe = observer.function
+
+    def reply(messages: list[BaseMessage], info: RecordedCall) -> Any:
+        spec = info.structured_output
+        if spec is None:
+            return observe(messages, info)
+        answer = answers[spec.name]
+        return answer(messages[-1].text) if callable(answer) else answer
+
+    return FunctionChatModel(function=reply)
+
+
+def conversation(turns: int = 30) -> list[list[BaseMessage]]:
+    facts = {
+        2: "My name is Maya.",
+        5: "I live in Lisbon.",
+        8: "I'm allergic to peanuts.",
+        15: "I'm also allergic to shellfish.",
+        21: "Big news: I moved to Porto last week.",
+    }
+    out = []
+    for i in range(turns):
+        text = facts.get(i, f"Turn {i}: let's keep planning the trip, " + "more detail " * 12)
+        out.append([HumanMessage(text, id=f"h{i}"), AIMessage(f"Sure ({i}).", id=f"a{i}")])
+    return out
+
+
+def profile_memory(model: FunctionChatModel, **extractor: Any) -> Any:
+    profile = Extractor(
+        "Profile", "The user's name, home city and allergies.", schema=Profile, **extractor
+    )
+    return make_memory(
+        model=model,
+        observation={"message_tokens": 400, "buffer_tokens": False, "extract": [profile]},
+    )
+
+
+def test_a_profile_over_thirty_turns_ends_with_the_right_value() -> None:
+    model = observer_and_extractor(Profile=fill_profile)
+    memory = profile_memory(model)
+    events: list[OMEvent] = []
+    memory.on_debug_event = events.append
+    for turn in conversation():
+        memory.add_messages("t", turn)
+    snap = memory.observe(thread_id="t")
+    assert snap.record["extracted"]["profile"] == {
+        "name": "Maya",
+        "city": "Porto",
+        "allergies": ["peanuts", "shellfish"],
+    }
+    calls = [c for c in model.calls if c.structured_output is not None]
+    assert len(calls) >= 3
+    # the previous value is in the next extraction prompt
+    assert '"name": "Maya"' in section(calls[-1].messages[-1].text, "Previous value")
+    assert section(calls[0].messages[-1].text, "Previous value") == "none"
+    ends = [e for e in events if e.type == "data-om-observation-end"]
+    assert ends and any("profile" in e.extracted_values for e in ends)
+    # the Observer's own prompt has no section for a schema extractor
+    observer_calls = [c for c in model.calls if c.structured_output is None]
+    assert all("<profile>" not in m.text for c in observer_calls for m in c.messages)
+
+
+def test_an_invalid_reply_records_a_failure_and_keeps_the_rest() -> None:
+    model = observer_and_extractor(Profile={"name": 5, "city": None}, Tasks=fill_tasks)
+    extract = [
+        Extractor("Profile", "Profile.", schema=Profile),
+        Extractor("Tasks", "Open tasks.", schema=Tasks),
+        Extractor("Mood", "The user's mood, one word."),
+    ]
+    memory = make_memory(
+        model=model,
+        observation={"message_tokens": 2000, "buffer_tokens": False, "extract": extract},
+    )
+    events: list[OMEvent] = []
+    memory.on_debug_event = events.append
+    snap = memory.observe(thread_id="t", messages=[HumanMessage("Remind me to pack. I'm happy.")])
+    assert snap.record["groups"], "the observation is kept"
+    assert snap.record["extracted"]["tasks"] == {"open": ["pack"]}
+    assert "profile" not in snap.record["extracted"]
+    (end,) = [e for e in events if e.type == "data-om-observation-end"]
+    (failure,) = end.extraction_failures
+    assert failure["slug"] == "profile" and failure["reason"] == "extraction_failed"
+    assert "did not fit the schema" in failure["error"]
+
+
+def test_on_extracted_replaces_and_rejects() -> None:
+    def shout(ctx: Mapping[str, Any]) -> dict[str, Any]:
+        return {**ctx["current"], "name": str(ctx["current"]["name"]).upper()}
+
+    memory = profile_memory(observer_and_extractor(Profile=fill_profile), on_extracted=shout)
+    snap = memory.observe(thread_id="t", messages=[HumanMessage("My name is Maya.")])
+    assert snap.record["extracted"]["profile"]["name"] == "MAYA"
+
+    def reject_moves(ctx: Mapping[str, Any]) -> None:
+        if ctx["previous"] and ctx["current"]["city"] != ctx["previous"]["city"]:
+            raise ValueError("city changes need confirmation")
+
+    events: list[OMEvent] = []
+    memory = profile_memory(observer_and_extractor(Profile=fill_profile), on_extracted=reject_moves)
+    memory.on_debug_event = events.append
+    memory.observe(thread_id="t", messages=[HumanMessage("I live in Lisbon.")])
+    snap = memory.observe(thread_id="t", messages=[HumanMessage("I moved to Porto.", id="x")])
+    assert snap.record["extracted"]["profile"]["city"] == "Lisbon"
+    last = [e for e in events if e.type == "data-om-observation-end"][-1]
+    assert last.extraction_failures[0]["slug"] == "profile"
+    assert "confirmation" in last.extraction_failures[0]["error"]
+
+
+def test_an_invalid_replacement_is_rejected_too() -> None:
+    memory = profile_memory(
+        observer_and_extractor(Profile=fill_profile), on_extracted=lambda ctx: {"name": None}
+    )
+    snap = memory.observe(thread_id="t", messages=[HumanMessage("My name is Maya.")])
+    assert "profile" not in snap.record["extracted"]
+
+
+def test_json_schema_and_async_calls() -> None:
+    model = observer_and_extractor(Tasks=fill_tasks)
+    tasks = Extractor("Tasks", "Open tasks.", schema=TASKS_SCHEMA)
+    memory = make_memory(
+        model=model,
+        observation={"message_tokens": 2000, "buffer_tokens": False, "extract": [tasks]},
+    )
+    snap = asyncio.run(
+        memory.aobserve(thread_id="t", messages=[HumanMessage("Remind me to call.")])
+    )
+    assert snap.record["extracted"]["tasks"] == {"open": ["call"]}
+
+
+def test_reflection_extract_fills_after_a_reflection() -> None:
+    model = observer_and_extractor(Profile=fill_profile)
+    profile = Extractor("Profile", "Profile.", schema=Profile)
+    memory = make_memory(model=model, reflection={"observation_tokens": 3000, "extract": [profile]})
+    memory.observe(thread_id="t", messages=[HumanMessage("My name is Maya. I live in Lisbon.")])
+    assert not any(c.structured_output for c in model.calls)
+    snap = memory.reflect(thread_id="t")
+    assert snap.record["extracted"]["profile"]["city"] == "Lisbon"
+    (call,) = [c for c in model.calls if c.structured_output is not None]
+    assert "Lisbon" in section(call.messages[-1].text, "New observations")
+
+
+def test_reflection_extract_takes_schema_extractors_only() -> None:
+    with pytest.raises(OMConfigError, match="no schema") as info:
+        make_memory(reflection={"observation_tokens": 3000, "extract": [Extractor("Mood", "x")]})
+    assert info.value.option == "reflection.extract"
+
+
+@pytest.mark.parametrize("schema", [dict, {"type": "string"}, 42])
+def test_unsupported_schemas_are_refused(schema: Any) -> None:
+    with pytest.raises(OMConfigError, match="pydantic model class, a TypedDict"):
+        Extractor("Profile", "x", schema=schema)
+
+
+def test_a_typeddict_pydantic_cannot_validate_is_refused_at_construction() -> None:
+    class Plain(typing.TypedDict):
+        open: list[str]
+
+    if sys.version_info >= (3, 12):
+        assert Extractor("Tasks", "x", schema=Plain).structured
+        return
+    with pytest.raises(OMConfigError, match="typing_extensions.TypedDict"):
+        Extractor("Tasks", "x", schema=Plain)
+
+
+def test_a_buffered_reflection_carries_its_extraction_to_activation() -> None:
+    model = observer_and_extractor(keep=1.0, Profile=fill_profile)
+    profile = Extractor("Profile", "Profile.", schema=Profile)
+    memory = make_memory(
+        model=model,
+        observation={"message_tokens": 300},
+        reflection={"observation_tokens": 600, "extract": [profile], "buffer_activation": 0.3},
+        background="manual",
+    )
+    events: list[OMEvent] = []
+    memory.on_debug_event = events.append
+    for turn in conversation(30):
+        memory.add_messages("t", turn)
+        memory.run_background()
+    activations = [
+        e for e in events if e.type == "data-om-activation" and e.operation_type == "reflection"
+    ]
+    assert activations, "a buffered reflection was activated"
+    buffered_ends = [
+        e for e in events if e.type == "data-om-buffering-end" and e.operation_type == "reflection"
+    ]
+    assert any("profile" in e.extracted_values for e in buffered_ends)
+    assert memory.status(thread_id="t").extracted["profile"]["name"] == "Maya"
+
+
+def test_the_values_show_in_the_text_and_html_views() -> None:
+    memory = profile_memory(observer_and_extractor(Profile=fill_profile))
+    snap = memory.observe(thread_id="t", messages=[HumanMessage("My name is Maya.")])
+    text = render_text(snap)
+    assert 'extracted profile: {"name": "Maya", "city": null, "allergies": []}' in text
+    assert "&quot;name&quot;: &quot;Maya&quot;" in render_html(snap)
