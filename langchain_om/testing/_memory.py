@@ -4,7 +4,8 @@
 Observer (one observation per message it is shown, under the same ``Date:`` headers) and
 Reflector (keeps the dates, every 🔴 line and about ``keep`` of the other lines, shortened and
 without their times; when that is still above the size the prompt asks for, it keeps every
-k-th line). It needs no network and gives the same output for the same input, so apps that use OM can be tested offline.
+k-th line). It needs no network and gives the same output for the same input, so apps that use
+OM can be tested offline.
 """
 
 from __future__ import annotations
