@@ -2,10 +2,10 @@
 
 :func:`memory_model` returns a :class:`FunctionChatModel` that answers like a well-behaved
 Observer (one observation per message it is shown, under the same ``Date:`` headers) and
-Reflector (keeps the dates, every 🔴 line and about ``keep`` of the other lines, shortened and
-without their times; when that is still above the size the prompt asks for, it keeps every
-k-th line). It needs no network and gives the same output for the same input, so apps that use
-OM can be tested offline.
+Reflector (keeps the dates, every 🔴 line and about ``keep`` of the other lines, shortened,
+without their times when nothing else shortened; when that is still above the size the prompt
+asks for, it keeps every k-th line). It needs no network and gives the same output for the same
+input, so apps that use OM can be tested offline.
 """
 
 from __future__ import annotations
@@ -52,13 +52,15 @@ def _reflect(observations: str, keep: float, words: int, target: int | None = No
                 kept.append(line)
             continue
         if "🔴" in line[:6] or index % step == 0:
-            parts = [p for p in line.split() if not _TIME.fullmatch(p)]  # times merged away
-            kept.append(" ".join(parts[: 3 + words]))
+            kept.append(" ".join(line.split()[: 4 + words]))
         index += 1
     while kept and kept[-1].startswith("Date:"):
         kept.pop()
     if not any(not k.startswith("Date:") for k in kept) and bullets:
         kept.append(bullets[-1])
+    if len(" ".join(kept).split()) >= len(" ".join(lines).split()) - 1:  # barely condensed:
+        # drop the times as well, so the reflection is smaller than its input
+        kept = [" ".join(p for p in line.split() if not _TIME.fullmatch(p)) for line in kept]
     if target is not None:
         kept = _thinned_within(kept, target)
     return "\n".join(kept)
