@@ -5,6 +5,8 @@ Runs, one after the other, each in its own process:
 * ``turns.py``: per-turn overhead, checkpoint size, SQLite size and peak RSS of four setups;
 * ``tokens.py``: token counting throughput (cold, cached, approximate, raw tiktoken);
 * ``recall.py``: recall page reads at two archive sizes;
+* ``compare.py``: a whole turn beside the summarizer, a plain agent and a floor middleware on
+  InMemorySaver and SqliteSaver (CPU/wall, bytes written per turn, startup);
 
 then writes a short markdown report (the targets first, then each script's tables) and a PNG
 plot of per-turn time against turns.
@@ -46,7 +48,7 @@ def run(script: str, *args: str, capture: bool = False) -> str:
 
 
 def run_all(mode: str, out: Path) -> str:
-    """Run the three scripts in ``mode`` (full, quick or smoke); return recall.py's output."""
+    """Run the scripts in ``mode`` (full, quick or smoke); return recall.py's output."""
     turns_args = [] if mode == "full" else [f"--{mode}"]
     run("turns.py", *turns_args, "--out", str(out / "turns.md"), "--json", str(out / "turns.json"))
     tokens_args = [] if mode == "full" else ["--quick"]
@@ -56,7 +58,10 @@ def run_all(mode: str, out: Path) -> str:
     recall_args = [] if mode == "full" else ["--quick"]
     if mode == "smoke":
         recall_args += ["--no-sqlite", "--reads", "20"]
-    return run("recall.py", *recall_args, capture=True)
+    recall = run("recall.py", *recall_args, capture=True)
+    compare_args = {"full": ["--full"], "quick": [], "smoke": ["--smoke"]}[mode]
+    run("compare.py", *compare_args, "--out", str(out / "compare.md"))
+    return recall
 
 
 def plot(data: dict[str, Any], path: Path) -> None:
@@ -188,6 +193,14 @@ def write_report(out: Path, mode: str, recall_output: str) -> Path:
         "",
         _body(turns_md),
     ]
+    compare_path = out / "compare.md"
+    if compare_path.exists():
+        parts += [
+            "",
+            "## Beside the alternatives (`benchmarks/compare.py`)",
+            "",
+            _body(compare_path.read_text(encoding="utf-8")),
+        ]
     if tokens_md:
         parts += ["", "## Token counting (`benchmarks/tokens.py`)", "", _body(tokens_md)]
     if recall_output.strip():

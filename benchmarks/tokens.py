@@ -16,9 +16,11 @@ PDF) and measures, side by side in one process:
 * ``approximate``: ``langchain_core.messages.utils.count_tokens_approximately``;
 * ``tiktoken encode``: raw ``Encoding.encode`` of the same texts (content + tool calls).
 
-Each figure is the median of several runs, timed in CPU time of this process
-(``time.process_time``) so that other work on the machine does not skew the ratios; pass
-``--wall`` for wall-clock time. Prints a table and writes
+Each figure is the median of several interleaved rounds (every measurement once per round, so
+a burst of other load hits them alike; within a round the best of a few timings, each on fresh
+copies where the measurement needs them; speedups are the median of the per-round ratios),
+timed in CPU time of this process (``time.process_time``) so that other work on the machine
+skews the ratios less; pass ``--wall`` for wall-clock time. Prints a table and writes
 ``benchmarks/results/tokens.md``.
 
 Usage::
@@ -34,14 +36,17 @@ import base64
 import copy
 import gc
 import json
+import math
 import platform
 import random
 import statistics
 import struct
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
+import tiktoken
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -52,7 +57,7 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import count_tokens_approximately
 
-from langchain_om._core.tokens import TokenCounter
+from langchain_om._core.tokens import TokenCounter, clear_text_memo
 from langchain_om._tiktoken_offline import load_encoding
 
 WORDS = (
@@ -162,35 +167,27 @@ def texts_of(specs: list[dict[str, object]]) -> list[str]:
 CLOCK: Callable[[], float] = time.process_time
 
 
-def timed(
-    fn: Callable[[], int], prepare: Callable[[], None] | None, runs: int
-) -> tuple[float, int]:
-    """Median seconds of ``fn`` over ``runs`` runs (``prepare`` runs untimed before each)."""
-    times: list[float] = []
-    result = 0
-    for _ in range(runs):
-        if prepare is not None:
-            prepare()
-        gc.collect()  # like timeit: no garbage collection of the preparation inside the timing
-        gc.disable()
-        try:
-            start = CLOCK()
-            result = fn()
-            times.append(CLOCK() - start)
-        finally:
-            gc.enable()
-    BEST[fn.__name__ + (prepare.__name__ if prepare else "")] = min(times)
-    return statistics.median(times), result
+def raw_encode(encoding: tiktoken.Encoding, texts: list[str]) -> int:
+    return sum(len(encoding.encode(t)) for t in texts)
 
 
-BEST: dict[str, float] = {}
-"""Fastest run of each measurement (``timed`` fills it): the ratio least skewed by load."""
+def timed_once(fn: Callable[[], int]) -> tuple[float, int]:
+    """Seconds of one call of ``fn`` (no garbage collection inside the timing, like timeit)."""
+    gc.collect()
+    gc.disable()
+    try:
+        start = CLOCK()
+        result = fn()
+        return CLOCK() - start, result
+    finally:
+        gc.enable()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1k messages instead of 10k")
-    parser.add_argument("--runs", type=int, default=5, help="runs per measurement (median)")
+    parser.add_argument("--runs", type=int, default=7, help="interleaved rounds (median)")
+    parser.add_argument("--repeat", type=int, default=3, help="timings per round (best)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "tokens.md")
     parser.add_argument("--wall", action="store_true", help="time wall-clock, not CPU time")
     parser.add_argument(
@@ -212,54 +209,74 @@ def main() -> None:
         f"rules of {args.model}"
     )
 
-    state: dict[str, list[BaseMessage]] = {}
+    # Every round runs every measurement once, in the same order, so a burst of other load on
+    # the machine hits all of them alike; ratios are taken within a round, then the median.
+    names = [
+        "om cold (tiktoken)",
+        "om cached, same objects",
+        "om cached, reloaded copies",
+        "om cached, deepcopy",
+        "om cached, new process",
+        "om cold (heuristic)",
+        "count_tokens_approximately",
+        "raw tiktoken encode",
+    ]
+    times: dict[str, list[float]] = {name: [] for name in names}
+    tokens: dict[str, int] = {}
 
-    def fresh() -> None:
-        state["msgs"] = make_messages(specs)
+    def record(name: str, prepare: Callable[[], Callable[[], int]]) -> None:
+        """Best of ``--repeat`` timings, each of a call that ``prepare`` builds untimed."""
+        best = math.inf
+        for _ in range(args.repeat):
+            seconds, result = timed_once(prepare())
+            best = min(best, seconds)
+        times[name].append(best)
+        tokens[name] = int(result)
 
-    def cold() -> int:
-        return counter.count_messages(state["msgs"])
+    counted: list[BaseMessage] = []
 
-    def heur_cold() -> int:
-        return heuristic.count_messages(state["msgs"])
+    def heuristic_cold() -> Callable[[], int]:
+        clear_text_memo()
+        return partial(heuristic.count_messages, make_messages(specs))
 
-    def approx() -> int:
-        return int(count_tokens_approximately(state["msgs"]))
+    def new_process() -> Callable[[], int]:
+        # Reloaded copies in a process that has not counted them: no memo, cache entries only.
+        clear_text_memo()
+        return partial(counter.count_messages, messages_from_dict(messages_to_dict(counted)))
 
-    def raw() -> int:
-        return sum(len(encoding.encode(t)) for t in texts)
+    def cold() -> Callable[[], int]:
+        clear_text_memo()  # new messages: never counted in this process either
+        counted[:] = make_messages(specs)
+        return partial(counter.count_messages, counted)
 
-    rows: list[tuple[str, float, int]] = []
-    seconds, tokens = timed(cold, fresh, args.runs)
-    rows.append(("om cold (tiktoken)", seconds, tokens))
-    cold_s = seconds
-    fresh()
-    counter.count_messages(state["msgs"])  # fill the cache
-    counted = state["msgs"]
-    calls_before = counter.encode_calls
-    seconds, tokens = timed(cold, None, args.runs)
-    rows.append(("om cached, same objects", seconds, tokens))
-    cached_s = seconds
+    for _ in range(args.runs):
+        calls_before = counter.encode_calls
+        record(names[0], cold)
+        assert counter.encode_calls > calls_before, "the cold pass hit a cache"
+        calls_before = counter.encode_calls
+        record(names[1], lambda: partial(counter.count_messages, counted))
+        # What a checkpointer hands back on the next run: new objects, from dicts.
+        record(
+            names[2],
+            lambda: partial(counter.count_messages, messages_from_dict(messages_to_dict(counted))),
+        )
+        record(names[3], lambda: partial(counter.count_messages, copy.deepcopy(counted)))
+        record(names[4], new_process)
+        assert counter.encode_calls == calls_before, "a cached pass re-tokenized"
+        record(names[5], heuristic_cold)
+        record(names[6], lambda: partial(count_tokens_approximately, make_messages(specs)))
+        record(names[7], lambda: partial(raw_encode, encoding, texts))
 
-    def reloaded() -> None:  # what a checkpointer hands back on the next run: new objects
-        state["msgs"] = messages_from_dict(messages_to_dict(counted))
+    def ratio(slow: str, fast: str) -> float:
+        return statistics.median(a / b for a, b in zip(times[slow], times[fast], strict=True))
 
-    seconds, tokens = timed(cold, reloaded, args.runs)
-    rows.append(("om cached, reloaded copies", seconds, tokens))
-    reloaded_s = seconds
-
-    def deep_copies() -> None:
-        state["msgs"] = copy.deepcopy(counted)
-
-    seconds, tokens = timed(cold, deep_copies, args.runs)
-    rows.append(("om cached, deepcopy", seconds, tokens))
-    deepcopy_s = seconds
-    assert counter.encode_calls == calls_before, "a cached pass re-tokenized"
-    rows.append(("om cold (heuristic)", *timed(heur_cold, fresh, args.runs)))
-    rows.append(("count_tokens_approximately", *timed(approx, fresh, args.runs)))
-    approx_s = rows[-1][1]
-    rows.append(("raw tiktoken encode", *timed(raw, None, args.runs)))
-
+    rows = [(name, statistics.median(times[name]), tokens[name]) for name in names]
+    cold = names[0]
+    same, reload_, deep, fresh_process = (ratio(cold, name) for name in names[1:5])
+    worst = min(min(a / b for a, b in zip(times[cold], times[x], strict=True)) for x in names[1:3])
+    approx_s = statistics.median(times[names[6]])
+    cached_s, reloaded_s = (statistics.median(times[name]) for name in names[1:3])
+    cold_s = statistics.median(times[cold])
     header = (
         f"| {'method':<28} | {'µs/msg':>8} | {'msgs/s':>10} | {'tokens/s':>12} | {'tokens':>10} |"
     )
@@ -272,17 +289,17 @@ def main() -> None:
             f"| {name:<28} | {secs / n * 1e6:>8.2f} | {n / secs:>10,.0f} | {toks / secs:>12,.0f} "
             f"| {toks:>10,} |"
         )
-    best_cold = BEST["coldfresh"]
-    best_same, best_reloaded = BEST["cold"], BEST["coldreloaded"]
     ratios = [
-        f"- cached vs cold speedup: **{cold_s / cached_s:.1f}×** on the same message objects "
-        f"(recount within a run), **{cold_s / reloaded_s:.1f}×** on reloaded copies "
-        f"(recount in the next run), **{cold_s / deepcopy_s:.1f}×** on deep copies; "
-        f"provider rules of {args.model}",
-        f"- the same on the fastest of {args.runs} runs (least skewed by other load): "
-        f"**{best_cold / best_same:.1f}×** same objects, "
-        f"**{best_cold / best_reloaded:.1f}×** reloaded copies, "
-        f"**{best_cold / BEST['colddeep_copies']:.1f}×** deep copies",
+        f"- cached vs cold speedup: **{same:.1f}×** on the same message objects "
+        f"(recount within a run), **{reload_:.1f}×** on reloaded copies "
+        f"(recount in the next run), **{deep:.1f}×** on deep copies; provider rules of "
+        f"{args.model}",
+        f"- reloaded copies in a process that has not counted them yet (no process memo; "
+        f"each message's cache entry is checked by the fingerprint of its parts): "
+        f"**{fresh_process:.1f}×**",
+        f"- median of the per-round ratios over {args.runs} interleaved rounds (each the best "
+        f"of {args.repeat} timings, on fresh copies for cold, reloaded and deepcopy); the "
+        f"lowest round: {worst:.1f}× (same objects or reloaded copies)",
         f"- om cold vs count_tokens_approximately: {approx_s / cold_s:.2f}× the speed",
         f"- om cached vs count_tokens_approximately: {approx_s / cached_s:.2f}× the speed "
         f"(same objects), {approx_s / reloaded_s:.2f}× (reloaded copies)",
@@ -294,7 +311,8 @@ def main() -> None:
     args.out.write_text(
         "# Token counting throughput\n\n"
         f"`python benchmarks/tokens.py{' --quick' if args.quick else ''}`: {n:,} messages "
-        f"(human/AI/tool, 20–400 words, some tool calls), median of {args.runs} runs "
+        f"(human/AI/tool, 20–400 words, some tool calls), median of {args.runs} interleaved "
+        "rounds "
         f"({'wall-clock' if args.wall else 'CPU'} time), "
         f"Python {platform.python_version()} on {platform.machine()}.\n\n"
         + "\n".join(lines)

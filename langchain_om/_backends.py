@@ -18,7 +18,6 @@ from langgraph.store.base import BaseStore
 from langchain_om._store_index import EmbeddingsSpec, store_index
 from langchain_om.errors import OMConfigError
 from langchain_om.locks import PostgresThreadLock, SqliteThreadLock, ThreadLock
-from langchain_om.sqlite import open_sqlite
 
 __all__ = [
     "OpenedStorage",
@@ -57,6 +56,9 @@ class OpenedStorage:
 
 def open_sqlite_storage(path: str, embeddings: EmbeddingsSpec | None) -> OpenedStorage:
     """One SQLite file: ``SqliteSaver`` + ``SqliteStore`` (and file locks for a real file)."""
+    # SQLite storage pulls in sqlite-vec and numpy: imported here, not with the package.
+    from langchain_om.sqlite import open_sqlite  # noqa: PLC0415 - heavy, optional
+
     index = store_index(embeddings) if embeddings is not None else None
     checkpointer, store, close = open_sqlite(path, index=index)
     lock = None

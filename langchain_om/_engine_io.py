@@ -10,7 +10,7 @@ shapes a thread's state into a snapshot. ``ObservationalMemory`` holds one and d
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NotRequired, Required, TypedDict, TypeVar
 
@@ -66,6 +66,10 @@ class StepOptions(TypedDict, total=False):
     """The agent's model call overflowed its context window: observe now whatever the
     thresholds (buffered observations first, the current turn kept) and emit
     ``data-om-context-overflow``."""
+    configurable: Mapping[str, Any] | None
+    """The run config's ``configurable`` (the agent and graph front doors pass it): dynamic
+    extractor instructions and schemas and the transform hooks see it as
+    ``ctx["configurable"]``."""
     store: BaseStore | None
     """The store of the graph run this step belongs to (``runtime.store``): the archive,
     buffered chunks and search documents go there. ``None``: ``memory.store``."""
@@ -81,6 +85,8 @@ class EndTurnOptions(TypedDict):
     record: NotRequired[OMRecord | dict[str, Any] | None]
     """The thread's OM record (``None`` starts a new one)."""
     resource_id: NotRequired[str | None]
+    configurable: NotRequired[Mapping[str, Any] | None]
+    """The run config's ``configurable``, as for :meth:`ObservationalMemory.step`."""
     store: NotRequired[BaseStore | None]
     """The graph run's store (``runtime.store``); ``None``: ``memory.store``."""
 

@@ -126,7 +126,7 @@ class ObservationalMemoryConfig(OptionGroup):
         BeforeValidator(lambda v: None if v is None or v is False else sub_config(v)),
     ] = None
     """Retrieval and the recall tool: True, a dict or a RetrievalConfig turn it on; None or
-    False (stored as None) keep it off."""
+    False (stored as None) keep it off. Off by default in thread scope, on in resource scope."""
     hooks: Annotated[Hooks, BeforeValidator(sub_config)] = Field(default_factory=Hooks)
     """Callbacks around observation and reflection cycles."""
     observation: Annotated[ObservationConfig, BeforeValidator(sub_config)] = Field(
@@ -161,6 +161,18 @@ class ObservationalMemoryConfig(OptionGroup):
     preamble: Annotated[str | None, BeforeValidator(preamble_rule)] = None
     """A template replacing the built-in guidance of the memory context, with the placeholders
     {observations}, {hints}, {current_date} and {default_preamble}; None = the built-in."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resource_recall_by_default(cls, data: Any) -> Any:
+        """Resource scope: recall is on unless ``retrieval`` is given (False keeps it off)."""
+        if (
+            isinstance(data, Mapping)
+            and data.get("scope") == "resource"
+            and "retrieval" not in data
+        ):
+            return {**data, "retrieval": True}
+        return data
 
     @model_validator(mode="after")
     def _check_combinations(self) -> Self:

@@ -173,6 +173,7 @@ class ObservationalMemory(OpensStorage):
             timezone=timezone,
             structured=self._models.structured,
             astructured=self._models.astructured,
+            memory=self,
         )
         check_extractors(self.config.reflection.extract, option="reflection.extract")
         self._actors = ActorEnvs(base_env, actor_model)
@@ -353,6 +354,7 @@ class ObservationalMemory(OpensStorage):
             record=turn.get("record"),
             window=turn["window"],
             idle=True,
+            configurable=turn.get("configurable"),
         )
 
     def end_turn(self, **turn: Unpack[EndTurnOptions]) -> None:
@@ -456,6 +458,8 @@ class ObservationalMemory(OpensStorage):
                 count=self.counter.count_text,
                 preamble=self.config.preamble,
                 working_memory=working_memory_text(self._extractors, rec),
+                # resource scope's view of the shared log has no source ranges to show
+                show_ranges=False if self.config.scope == "resource" else None,
             )
             if rec is not None
             else MemoryContext(blocks=[])

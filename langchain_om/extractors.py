@@ -52,14 +52,18 @@ class Extractor:
 
     Args:
         name: a human name; its slug (lowercase, digits, hyphens) names the output section.
-        instructions: what to extract, or a function of the run context
-            (``thread_id``, ``resource_id``, ``trigger``, ``cycle_id``, ``operation``,
-            ``actor_model`` — the agent's ``provider/model`` when known —, ``source`` and, for
-            schema extractors, ``previous``)
-            returning that text.
+        instructions: what to extract, or a function of the run context returning that
+            text. The context holds ``thread_id``, ``resource_id``, ``trigger``, ``cycle_id``,
+            ``operation``, ``source`` (``"observation"`` or ``"reflection"``),
+            ``actor_model`` (the agent's ``provider/model`` when known), ``memory`` (the
+            :class:`~langchain_om.ObservationalMemory`), ``configurable`` (the run config's
+            ``configurable`` for agents and graphs, without LangGraph's ``__`` keys; empty
+            for standalone calls) and, for schema extractors, ``previous``.
         schema: ``None`` (a text value the Observer writes inline), or a pydantic model class,
             a ``TypedDict`` or a JSON-schema dict: the value is then filled by a
-            structured-output call, validated and kept as JSON.
+            structured-output call, validated and kept as JSON. It may also be a function of
+            the run context (as for ``instructions``) returning such a schema for this run;
+            a returned schema that is not one fails that extraction only.
         include_previous_extraction: show the last value to the next cycle.
         metadata_key_path: where the value is kept in the record (``"extracted.<slug>"`` by
             default); ``False`` keeps it only in the cycle's events.
@@ -97,7 +101,8 @@ class Extractor:
                 f"'extracted.' (for example 'extracted.{slug}'), or be False.",
                 option="observation.extract",
             )
-        problem = schema_problem(self.schema) if self.schema is not None else None
+        static = self.schema is not None and not self.dynamic_schema
+        problem = schema_problem(self.schema) if static else None
         if problem:
             raise OMConfigError(
                 f"Extractor {self.name!r}: {problem}. (On Python < 3.12 define TypedDicts with "
@@ -110,6 +115,28 @@ class Extractor:
     def structured(self) -> bool:
         """Whether the value is filled by a structured-output call (``schema`` is set)."""
         return self.schema is not None
+
+    @property
+    def dynamic_schema(self) -> bool:
+        """Whether ``schema`` is a function of the run context (not a schema itself)."""
+        return callable(self.schema) and not isinstance(self.schema, type)
+
+    def schema_for(self, context: Mapping[str, Any]) -> Any:
+        """The schema for this run (``schema`` itself, or what its function returns).
+
+        Raises:
+            OMConfigError: the function returned something that is not a schema.
+        """
+        if not self.dynamic_schema:
+            return self.schema
+        schema = self.schema(context)
+        problem = schema_problem(schema)
+        if problem:
+            raise OMConfigError(
+                f"Extractor {self.name!r}: its schema function returned no schema: {problem}.",
+                option="observation.extract",
+            )
+        return schema
 
     @property
     def path(self) -> list[str] | None:
@@ -169,6 +196,13 @@ class WorkingMemoryExtractor(Extractor):
     template: str | None = None
 
     def __post_init__(self) -> None:
+        if self.dynamic_schema:
+            raise OMConfigError(
+                "WorkingMemoryExtractor takes a schema, not a function returning one: the "
+                "application reads and writes it outside any run. Use a fixed schema, or a "
+                "plain Extractor for a per-run schema.",
+                option="observation.extract",
+            )
         if not self.instructions:
             text = (
                 _WORKING_MEMORY_SCHEMA
@@ -253,8 +287,13 @@ def inline_extractors(extractors: Sequence[Extractor]) -> list[Extractor]:
     return [e for e in extractors if not e.structured]
 
 
-def on_extracted(extractor: Extractor, previous: Any, current: Any, *, thread_id: str) -> Any:
+def on_extracted(
+    extractor: Extractor, previous: Any, current: Any, *, thread_id: str, schema: Any = None
+) -> Any:
     """``current`` after the extractor's ``on_extracted`` hook (validated for a schema).
+
+    ``schema`` is the run's schema of a dynamic schema extractor (``extractor.schema`` when
+    omitted).
 
     Raises:
         Exception: whatever the hook raised (the value is rejected).
@@ -266,7 +305,9 @@ def on_extracted(extractor: Extractor, previous: Any, current: Any, *, thread_id
     )
     if replaced is None:
         return current
-    return validate_value(extractor.schema, replaced) if extractor.structured else replaced
+    if not extractor.structured:
+        return replaced
+    return validate_value(extractor.schema if schema is None else schema, replaced)
 
 
 def get_path(root: Mapping[str, Any], keys: Sequence[str]) -> Any:

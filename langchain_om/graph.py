@@ -44,6 +44,7 @@ from langchain_om._plans.graph_state import (
     WindowSplit,
     memory_message_id,
     merge_memory,
+    run_configurable,
     run_ids,
     split_messages,
     state_update,
@@ -129,6 +130,7 @@ class _Nodes:
             "step_number": step_number(split.window),
             "emit": _emitter(),
             "actor_model": self._actor(config),
+            "configurable": run_configurable(config),
             "store": run_store(),
         }
 

@@ -34,6 +34,7 @@ from langgraph.types import Command
 
 from langchain_om._plans.graph_state import (
     OM_STATE_KEY,
+    run_configurable,
     run_ids,
     split_messages,
     state_update,
@@ -74,7 +75,9 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
     ``before_model`` runs the engine step (observed messages go to the store's archive, then
     leave state through per-id ``RemoveMessage``); ``wrap_model_call`` renders the memory
     (preamble, observation log, hints) after the agent's own system prompt through
-    ``request.override``. Both have sync and async variants over one implementation.
+    ``request.override``. Both have sync and async variants over one implementation. With
+    ``observation.buffer_on_idle`` an ``after_agent`` hook buffers the rest at turn end;
+    without it the agent has no ``after_agent`` node (no extra checkpoint per turn).
 
     Args:
         memory: the engine.
@@ -83,9 +86,21 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
 
     state_schema = ObservationalMemoryState
 
+    def __new__(cls, memory: ObservationalMemory, *, name: str | None = None) -> Any:
+        """With ``observation.buffer_on_idle``, an instance that also has ``after_agent``.
+
+        ``create_agent`` adds a graph node (and a checkpoint every turn) for each middleware
+        whose class defines ``after_agent``; the hook only has work to do with
+        ``buffer_on_idle``, so only then is it there.
+        """
+        if cls is ObservationalMemoryMiddleware and memory.config.observation.buffer_on_idle:
+            cls = _IdleBufferingMiddleware
+        return super().__new__(cls)
+
     def __init__(self, memory: ObservationalMemory, *, name: str | None = None) -> None:
         super().__init__()
         self.memory = memory
+        memory.counter.prefetch()  # the tokenizer loads while the agent is built, not in turn 1
         self._name = name
         self.tools = list(memory.tools)
         # The agent's model, learned from the first model call (counting rules, fractions).
@@ -118,6 +133,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             "step_number": step_number(split.window),
             "emit": emit,
             "actor_model": self._actor,
+            "configurable": run_configurable(config),
             "store": run_store(runtime),
         }
 
@@ -295,6 +311,10 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         sent, command = self._recovered(request, outcome, recovery)
         return self._response(await handler(sent), command)
 
+
+class _IdleBufferingMiddleware(ObservationalMemoryMiddleware):
+    """The middleware with ``observation.buffer_on_idle``: buffers the rest at turn end."""
+
     def after_agent(
         self, state: ObservationalMemoryState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
@@ -305,6 +325,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             resource_id=args["resource_id"],
             record=args["record"],
             window=args["window"],
+            configurable=args["configurable"],
             store=args["store"],
         )
         return None
@@ -319,6 +340,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             resource_id=args["resource_id"],
             record=args["record"],
             window=args["window"],
+            configurable=args["configurable"],
             store=args["store"],
         )
         return None

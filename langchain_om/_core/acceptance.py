@@ -33,15 +33,27 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_om._core.dates import parse_date_header
 from langchain_om._core.degenerate import is_degenerate, loop_key
 from langchain_om._core.observer import BUILTIN_SECTIONS, ObserverOutput, split_sections
-from langchain_om._core.observer_prompts import OBSERVER_SYSTEM_PROMPT
+from langchain_om._core.observer_prompts import (
+    COMPACT_OBSERVER_SYSTEM_PROMPT,
+    OBSERVER_SYSTEM_PROMPT,
+)
+from langchain_om._core.structured import (
+    STRUCTURED_OBSERVER_NOTE,
+    STRUCTURED_REFLECTOR_NOTE,
+    ExtractedValue,
+    StructuredObservation,
+    StructuredObserverOutput,
+)
 
 __all__ = [
+    "DEFAULT_INSTRUCTIONS",
     "ECHO_SHARE",
     "INPUT_SHARE",
     "OBSERVATION_CAP_FACTOR",
     "OVERSIZE_FLOOR_TOKENS",
     "ObservationReason",
     "ObservationVerdict",
+    "SENT_IN_PLACE",
     "format_reminder",
     "instruction_text",
     "judge_observation",
@@ -119,22 +131,51 @@ def _text_of(message: BaseMessage) -> str:
     return "\n".join(parts)
 
 
+def _schema_descriptions() -> list[str]:
+    """The field descriptions of the structured schemas (sent with a structured call)."""
+    out: list[str] = []
+    for schema in (StructuredObservation, ExtractedValue, StructuredObserverOutput):
+        out.extend(f.description for f in schema.model_fields.values() if f.description)
+    return out
+
+
+SENT_IN_PLACE = (
+    COMPACT_OBSERVER_SYSTEM_PROMPT,
+    STRUCTURED_OBSERVER_NOTE,
+    STRUCTURED_REFLECTOR_NOTE,
+    *_schema_descriptions(),
+)
+"""What a call may send besides the system text the prompt was built with: the compact
+Observer prompt (which replaces it), the structured-output notes (appended to it) and the
+schema's field descriptions (sent as the JSON schema). The output mode and prompt variant are
+chosen per attempt, after the prompt is built, so the echo check knows all of them."""
+
+
+DEFAULT_INSTRUCTIONS = "\n".join([OBSERVER_SYSTEM_PROMPT, *SENT_IN_PLACE])
+"""The instructions an Observer call may send when the prompt is not known."""
+
+
 def instruction_text(prompt: Sequence[BaseMessage]) -> str:
     """The instructions of an Observer prompt: the system text, headings and the task.
 
-    The new messages and previous observations are left out: observations may quote them.
+    A reply is compared against whichever instructions the call sent, and the output mode and
+    prompt variant are chosen per attempt after the prompt is built: so a prompt with a system
+    message also counts :data:`SENT_IN_PLACE` (the compact prompt, the structured notes, the
+    schema's descriptions). The new messages and previous observations are left out:
+    observations may quote them.
     """
     parts: list[str] = []
     for message in prompt:
         text = _text_of(message)
         if isinstance(message, SystemMessage):
             parts.append(text)
+            parts.extend(SENT_IN_PLACE)
         elif isinstance(message, HumanMessage):
             parts.extend(line for line in text.splitlines() if line.startswith("#"))
             task = text.rfind("## Your Task")
             if task >= 0:
                 parts.append(text[task:])
-    return "\n".join(parts) or OBSERVER_SYSTEM_PROMPT
+    return "\n".join(parts) or DEFAULT_INSTRUCTIONS
 
 
 class _Instructions:
@@ -204,7 +245,7 @@ def judge_observation(
     input_tokens: int,
     observation_tokens: int,
     count: Callable[[str], int],
-    instructions: str = OBSERVER_SYSTEM_PROMPT,
+    instructions: str = DEFAULT_INSTRUCTIONS,
     source: str | None = None,
 ) -> ObservationVerdict:
     """Accept or reject an Observer reply (see the module docstring for the checks).

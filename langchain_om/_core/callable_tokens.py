@@ -16,7 +16,7 @@ from typing import Any, cast
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from langchain_om._core.tokens import CACHE_VERSION, TokenCounter, digest, get_default_counter
+from langchain_om._core.tokens import TokenCounter, digest, get_default_counter
 from langchain_om._core.types import OM_META_KEY
 from langchain_om.errors import OMConfigError
 
@@ -113,20 +113,18 @@ class CallableTokenCounter(TokenCounter):
         """``fn([message]) - fn([])``, cached on the message while its content is unchanged."""
         parts, n_calls = self._parts(message)
         key = "msg:" + digest(
-            f"{type(message).__name__}|{n_calls}|" + "|".join(p[0] for p in parts)
+            f"{type(message).__name__}|{n_calls}|" + "|".join(str(p[0]) for p in parts)
         )
+        tag = self._tag or self._resolve_tag()
         metadata: object = message.response_metadata
         om = metadata.get(OM_META_KEY) if isinstance(metadata, dict) else None
         entry = om.get("tok") if isinstance(om, dict) else None
         if (
-            isinstance(entry, dict)
-            and entry.get("src") == self._source
-            and entry.get("v") == CACHE_VERSION
-            and isinstance(entry.get("parts"), list)
-            and len(entry["parts"]) == 1
-            and isinstance(item := entry["parts"][0], dict)
-            and item.get("k") == key
-            and type(n := item.get("n")) is int
+            type(entry) is list
+            and len(entry) == 3
+            and entry[0] == tag
+            and entry[1] == key
+            and type(n := entry[2]) is int
             and n >= 0
         ):
             return n
@@ -135,7 +133,7 @@ class CallableTokenCounter(TokenCounter):
             if not isinstance(om, dict):
                 om = {}
                 metadata[OM_META_KEY] = om
-            om["tok"] = {"v": CACHE_VERSION, "src": self._source, "parts": [{"k": key, "n": n}]}
+            om["tok"] = [tag, key, n]
         return n
 
     def count_messages(self, messages: Sequence[BaseMessage]) -> int:

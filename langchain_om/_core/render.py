@@ -33,6 +33,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from typing import Any
 
 from langchain_core.messages import SystemMessage
 
@@ -178,8 +179,52 @@ def render_memory(
         working_memory: the working-memory document, shown in its own block after the log.
 
     Returns:
-        The context; empty (no blocks) when the record has no groups and no hints.
+        The context; empty (no blocks) when the record has no groups and no hints. Contexts
+        are memoised by what they are made of (group ids, kinds, texts and ranges, the hints,
+        the day, the options), so rendering an unchanged record again on the same day returns
+        the same object, byte-identical by construction; do not mutate its ``blocks``.
     """
+    today = _today(now, timezone or record.get("timezone"))
+    hints = record["hints"]
+    # Everything the context depends on, as a hashable key: a model call that changes neither
+    # the record's log and hints nor the day renders nothing (the hit is the same object).
+    key = (
+        tuple(
+            (g["id"], g["kind"], g["text"], tuple(g["range"]) if g["range"] else None)
+            for g in record["groups"]
+        ),
+        hints.get("current_task") or "",
+        hints.get("suggested_response") or "",
+        today,
+        retrieval if show_ranges is None else show_ranges,
+        recall_instructions,
+        preamble,
+        working_memory,
+    )
+    context = _RENDERED.get(key)
+    if context is None:
+        context = _render(
+            record, today, retrieval, recall_instructions, show_ranges, preamble, working_memory
+        )
+        if len(_RENDERED) >= _RENDERED_MAX:
+            _RENDERED.clear()
+        _RENDERED[key] = context
+    return context
+
+
+_RENDERED: dict[tuple[Any, ...], MemoryContext] = {}
+_RENDERED_MAX = 256
+
+
+def _render(
+    record: OMRecord,
+    today: date,
+    retrieval: bool,
+    recall_instructions: str | None,
+    show_ranges: bool | None,
+    preamble: str | None,
+    working_memory: str | None,
+) -> MemoryContext:
     groups = record["groups"]
     hidden = 0
     if max_observation_tokens is not None:
@@ -189,7 +234,6 @@ def render_memory(
     if not groups and not hints_block and not working:
         return MemoryContext(blocks=[])
     ranges = retrieval if show_ranges is None else show_ranges
-    today = _today(now, timezone or record.get("timezone"))
 
     guidance = MEMORY_PREAMBLE
     if ranges and groups:

@@ -8,6 +8,7 @@ functions compute:
 - :func:`plan_batches`: which threads to observe, in which batches (a thread is never split);
 - :func:`split_threads` and :func:`merge_sections`: the Observer's per-thread answer, merged
   into the log by thread and date;
+- :func:`bounded_log`: the newest part of the log that fits what the agent may be shown;
 - :class:`ResourceDelta` and :func:`apply_delta`: what one observation adds, applied to the
   latest stored record — the same way whether the record changed since it was read or not, so
   a compare-and-set conflict is retried without calling the Observer again, and a message
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -31,6 +32,7 @@ __all__ = [
     "ThreadSection",
     "apply_delta",
     "apply_reflection",
+    "bounded_log",
     "log_text",
     "merge_sections",
     "new_resource_record",
@@ -222,6 +224,47 @@ def log_text(sections: Sequence[ThreadSection]) -> str:
             f'<thread id="{s["thread"]}">\n{head}' + "\n".join(s["lines"]) + "\n</thread>"
         )
     return "\n\n".join(blocks)
+
+
+def bounded_log(
+    sections: Sequence[ThreadSection], max_tokens: int, count: Callable[[str], int]
+) -> tuple[str, int]:
+    """The shared log's text within ``max_tokens``, and how many lines were left out.
+
+    The memory context stays bounded while the log's reflection keeps failing (the stored log
+    keeps everything; the next reflection condenses it all): the newest sections are kept
+    whole, then the newest lines of the one that no longer fits. Binary searches keep the
+    number of counts logarithmic in the log's size.
+    """
+    text = log_text(sections)
+    if count(text) <= max_tokens:
+        return text, 0
+
+    def fits(part: Sequence[ThreadSection]) -> bool:
+        return count(log_text(part)) <= max_tokens
+
+    first = _first_fitting(len(sections), lambda k: fits(sections[k:]))
+    kept = list(sections[first:])
+    if first > 0:  # the newest lines of the section that no longer fits whole
+        section = sections[first - 1]
+        lines = section["lines"]
+        start = _first_fitting(len(lines), lambda k: fits([{**section, "lines": lines[k:]}, *kept]))
+        if start < len(lines):
+            kept.insert(0, {**section, "lines": lines[start:]})
+    shown = sum(len(s["lines"]) for s in kept)
+    return log_text(kept), sum(len(s["lines"]) for s in sections) - shown
+
+
+def _first_fitting(n: int, fits: Callable[[int], bool]) -> int:
+    """The smallest ``k`` in ``[0, n]`` with ``fits(k)`` (``fits`` is monotonic, ``fits(n)``)."""
+    low, high = 0, n
+    while low < high:
+        middle = (low + high) // 2
+        if fits(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
 
 
 # -- committing: a delta applied to the latest record ---------------------------------------

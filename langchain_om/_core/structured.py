@@ -290,7 +290,8 @@ _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 def reply_data(tool_args: Mapping[str, Any] | None, text: str) -> dict[str, Any] | None:
     """The JSON object of a structured reply: its tool-call arguments, else its text as JSON.
 
-    A JSON text cut off by the output limit keeps its complete observations. Returns
+    A JSON text cut off by the output limit keeps what it wrote before the value that was
+    cut (an observation cut inside its details keeps its date, time, priority and text). Returns
     ``None`` when neither holds a JSON object.
     """
     if tool_args is not None:
@@ -307,13 +308,63 @@ def reply_data(tool_args: Mapping[str, Any] | None, text: str) -> dict[str, Any]
 _MAX_REPAIRS = 200
 
 
-def _truncated_object(text: str) -> Any:
-    """A reply cut off by the output limit, up to its last complete observation.
+def _open_brackets(text: str) -> tuple[list[str], int | None]:
+    """The brackets still open at the end of ``text``, and where an unclosed string starts."""
+    stack: list[str] = []
+    start: int | None = None
+    escaped = False
+    for i, ch in enumerate(text):
+        if start is not None:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                start = None
+        elif ch == '"':
+            start = i
+        elif ch in "{[":
+            stack.append(ch)
+        elif ch in "}]" and stack:
+            stack.pop()
+    return stack, start
 
-    ``{"observations": [{…}, {…}, {"da`` becomes ``{"observations": [{…}, {…}]}``.
+
+def _closed(text: str) -> Any:
+    """``text`` cut at its unclosed string (and that string's key) with its brackets closed.
+
+    The value being written when the limit struck is dropped, the fields before it kept:
+    an observation cut inside its ``details`` keeps its date, time, priority and text.
+    """
+    stack, start = _open_brackets(text)
+    body = text if start is None else text[:start]
+    body = body.rstrip().rstrip(",").rstrip()
+    if body.endswith(":"):  # a key whose value was cut: drop the key too
+        body = body[:-1].rstrip()
+        quote = body[:-1].rfind('"') if body.endswith('"') else -1
+        body = body[:quote].rstrip().rstrip(",").rstrip() if quote >= 0 else body
+    if body.endswith("{") and len(stack) > 1:  # an object cut before its first field
+        body = body[:-1].rstrip().rstrip(",").rstrip()
+        stack.pop()
+    closers = "".join("}" if b == "{" else "]" for b in reversed(stack))
+    try:
+        return json.loads(body + closers)
+    except ValueError:
+        return None
+
+
+def _truncated_object(text: str) -> Any:
+    """A reply cut off by the output limit, up to the value it was writing.
+
+    ``{"observations": [{…}, {…}, {"da`` becomes ``{"observations": [{…}, {…}]}``, and an
+    observation cut inside a field keeps the fields before it (:func:`_closed`); when that
+    cannot be read, the reply up to its last complete object.
     """
     if not text.startswith("{"):
         return None
+    closed = _closed(text)
+    if isinstance(closed, dict):
+        return closed
     ends = [i for i, ch in enumerate(text) if ch == "}"][-_MAX_REPAIRS:]
     for end in reversed(ends):
         for tail in ("]}", "}", "]}]}"):

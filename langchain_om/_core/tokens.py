@@ -17,17 +17,23 @@ Message counts are the sum of the message's *parts* plus fixed overheads:
   :data:`CONVERSATION_OVERHEAD` per non-empty list of messages. Overheads are never cached.
 
 Per-part counts are cached on the message, in
-``message.response_metadata["langchain_om"]["tok"]``::
+``message.response_metadata["langchain_om"]["tok"]``, as one flat list::
 
-    {"v": CACHE_VERSION, "src": "tiktoken:o200k_base", "parts": [{"k": "text:…", "n": 12}, …]}
+    ["3:tiktoken:o200k_base", 4398046511123, 12, "id=call_1", 3]
 
-``k`` is the part kind plus a short fingerprint of what the count depends on (CRC-32 and byte
-length of the text; short ids and names verbatim; for images and files the provider and the
-fields the estimate reads). Counting **mutates the message's ``response_metadata`` dict in
-place** to write this entry. An entry with another version or source is ignored and
-overwritten; parts whose key changed are recounted, the others reused. Malformed metadata is
-treated as absent and never raises. A cache hit costs a few dict lookups plus, the first time
-this process sees the message object, one CRC pass over its text (see ``benchmarks/tokens.py``).
+The first item names the entry format (:data:`CACHE_VERSION`) and the counting source; then
+comes a key and a count per part. A text part's key is an int fingerprint: the text's length
+and a CRC-32 of its first and last 32 characters (see :func:`_fp`); a tool call's is the
+negative int ``~fp`` of its name and arguments. Other keys are strings: short ids and names
+verbatim (``"id=…"``, ``"name=…"``), media by kind and a fingerprint of what their estimate
+depends on (the provider and the fields the estimate reads), a caller's own estimate as
+``"client=<n>"``. Counting **mutates the
+message's ``response_metadata`` dict in place** to write this entry. An entry with another
+version or source is ignored and overwritten; parts whose key changed are recounted, the
+others reused. Malformed metadata is treated as absent and never raises. A cache hit costs a
+few dict lookups and one fingerprint of at most 64 characters per text, also on copies
+reloaded from a checkpoint (see ``benchmarks/tokens.py``); :func:`read_cache_entry` decodes
+an entry for reading.
 """
 
 from __future__ import annotations
@@ -65,15 +71,17 @@ __all__ = [
     "MESSAGE_OVERHEAD",
     "TOOL_CALL_OVERHEAD",
     "TokenCounter",
+    "clear_text_memo",
     "count_tokens",
     "estimate_file_tokens",
     "estimate_image_tokens",
     "get_default_counter",
     "heuristic_count",
+    "read_cache_entry",
     "reset_fallback_warning",
 ]
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 """Version of the cache entry format and of the part accounting; bump to invalidate."""
 MESSAGE_OVERHEAD = 4
 """Tokens added per message (role and message framing)."""
@@ -133,6 +141,7 @@ def heuristic_count(text: str) -> int:
 
 _LOCK = threading.Lock()
 _LOADED: dict[str, Callable[[str], list[int]] | Exception] = {}
+_PREFETCHING: set[str] = set()
 _fallback_warned = False
 
 
@@ -184,22 +193,62 @@ def _warn_fallback(name: str, exc: Exception) -> None:
 
 
 _crc32 = zlib.crc32
+_SAMPLE = 32
+"""Characters read from each end of a long text to fingerprint it."""
 
 
-def digest(text: str) -> str:
-    # Length plus a CRC-32 of the first and last 64 characters. The key only has to notice that
-    # a message's own content changed: messages are not edited in place, a changed message
-    # almost always changes its length or its ends, and a stale hit costs a slightly wrong
-    # estimate. Sampling keeps a cache hit O(1) in the text's length, which matters for
-    # messages reloaded from a checkpoint (new objects, so every text is fingerprinted again).
+def _fp(text: str) -> int:
+    """Fingerprint of a text: its length and a CRC-32 of its first and last 32 characters.
+
+    The key only has to notice that a message's own content changed: messages are not edited
+    in place, a changed message almost always changes its length or its ends, and a stale hit
+    costs a slightly wrong estimate. Sampling keeps a cache hit O(1) in the text's length,
+    which matters for messages reloaded from a checkpoint (new objects, so every text is
+    fingerprinted again). An int compares cheaper than a formatted key.
+    """
     n = len(text)
-    if n > 128:
-        text = text[:64] + text[-64:]
+    if n > 2 * _SAMPLE:
+        text = text[:_SAMPLE] + text[-_SAMPLE:]
     try:
         data = text.encode()  # the default codec call is several times cheaper than with errors=
     except UnicodeEncodeError:  # lone surrogates: same bytes as before, via surrogatepass
         data = text.encode("utf-8", "surrogatepass")
-    return f"{n}.{_crc32(data)}"
+    return (n << 32) | _crc32(data)
+
+
+def _entry_tag(source: str) -> str:
+    """First item of a cache entry: the entry format version and the counting source."""
+    return f"{CACHE_VERSION}:{source}"
+
+
+def read_cache_entry(message: BaseMessage) -> dict[str, Any] | None:
+    """The token-count cache entry on ``message``, decoded for reading (None if absent).
+
+    Returns ``{"v": version, "src": source, "parts": [{"k": key, "n": count}, ...]}``; a text
+    part's key reads ``"text:<fingerprint>"``, a tool call's ``"tool_call:<fingerprint>"``, and
+    a caller-supplied estimate has
+    ``"s": "client"``. For inspection and tests: counting reads the compact stored form.
+    """
+    meta = message.response_metadata
+    om = meta.get(OM_META_KEY) if isinstance(meta, dict) else None
+    entry = om.get("tok") if isinstance(om, dict) else None
+    if type(entry) is not list or not entry or not isinstance(entry[0], str):
+        return None
+    version, _, source = entry[0].partition(":")
+    parts: list[dict[str, Any]] = []
+    for k, n in zip(entry[1::2], entry[2::2]):  # noqa: B905 - a torn tail is ignored
+        if type(k) is int:
+            k = f"text:{k}" if k >= 0 else f"tool_call:{~k}"
+        item: dict[str, Any] = {"k": k, "n": n}
+        if isinstance(k, str) and k.startswith("client="):
+            item["s"] = "client"  # a caller's estimate, not ours
+        parts.append(item)
+    return {"v": int(version) if version.isdigit() else version, "src": source, "parts": parts}
+
+
+def digest(text: str) -> str:
+    """:func:`_fp` as a string, for keys that carry a kind prefix."""
+    return str(_fp(text))
 
 
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
@@ -221,8 +270,10 @@ class _Block(NamedTuple):
 
 # A part: (cache key, payload). The payload is counted only on a cache miss: a str goes to
 # the tokenizer, a (name, args) tuple is a tool call, a _Block is estimated from metadata.
+# The key of a text part is its int fingerprint (the count depends on the text alone, whatever
+# block held it); other keys are "kind:fingerprint" or "kind=value" strings.
 # Plain tuples: the cache-hit path builds one per part, and tuples are cheapest.
-_Part = tuple[str, "str | tuple[object, object] | _Block"]
+_Part = tuple["int | str", "str | tuple[object, object] | _Block"]
 
 
 def _sample(text: str) -> str:
@@ -267,8 +318,8 @@ def _client_estimate(block: dict[str, Any]) -> int | None:
     return None
 
 
-def _text_part(kind: str, text: str) -> _Part:
-    return (f"{kind}:{digest(text)}", text)
+def _text_part(text: str) -> _Part:
+    return (_fp(text), text)
 
 
 def _short_part(kind: str, text: str) -> _Part:
@@ -277,8 +328,9 @@ def _short_part(kind: str, text: str) -> _Part:
 
 
 def _tool_call_part(name: object, args: object) -> _Part:
-    # The key hashes repr(args), several times cheaper than JSON; the JSON is built on a miss.
-    return ("tool_call:" + digest(repr((name, args))), (name, args))
+    # The key fingerprints repr(args), several times cheaper than JSON (built on a miss only);
+    # a negative int (~fp) so that it never equals a text part's key.
+    return (~_fp(repr((name, args))), (name, args))
 
 
 def _tool_call_text(name: object, args: object) -> str:
@@ -289,6 +341,44 @@ def _tool_call_text(name: object, args: object) -> str:
 # ---------------------------------------------------------------------------------------------
 # The counter
 # ---------------------------------------------------------------------------------------------
+
+
+MEMO_MAX_ENTRIES = 100_000
+"""Most messages a counting source's process memo holds (about 150 bytes each)."""
+
+
+class _TextMemo:
+    """Process memo of text messages: message id -> (hash of the text, aux, count).
+
+    ``aux`` is what else the count depends on: a tool result's call id, None for messages
+    without tool calls (the only others memoised); the count includes the message overhead.
+    The memo answers a recount of a message whose text hashes alike and whose ``aux`` is
+    equal, also on a copy reloaded from a checkpoint (same id, equal values), without reading
+    the message's cache entry or fingerprinting its parts. The hash is Python's own 64-bit
+    string hash over the whole text (computed once per string object), so unlike the entry's
+    sampled fingerprint it notices any edit. The memo holds no text; when full it starts
+    again (the cache entries on the messages still answer, at the cost of a fingerprint per
+    part).
+    """
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: dict[str, tuple[int, object, int]] = {}
+
+    def put(self, mid: str, text: str, aux: object, count: int) -> None:
+        if len(self.entries) >= MEMO_MAX_ENTRIES:
+            self.entries.clear()
+        self.entries[mid] = (hash(text), aux, count)
+
+
+_TEXT_MEMOS: dict[str, _TextMemo] = {}
+"""One memo per cache tag (entry version and counting source)."""
+
+
+def clear_text_memo() -> None:
+    """Forget the process memo (as a new process starts): counts then come from cache entries."""
+    _TEXT_MEMOS.clear()
 
 
 # Message classes sorted once into plain / AI / tool: isinstance on pydantic classes is slow.
@@ -358,6 +448,7 @@ class TokenCounter:
         self._bound: dict[str, TokenCounter] = {}
         self.encode_calls = 0
         self._source: str | None = None
+        self._tag: str | None = None
         self._count: Callable[[str], int] = heuristic_count
 
     def __repr__(self) -> str:
@@ -384,6 +475,24 @@ class TokenCounter:
             self._bound[model_id] = bound
         return bound
 
+    def prefetch(self) -> None:
+        """Start loading the encoding on a daemon thread, so that the first count waits less.
+
+        Counts are the same either way (the first count waits for the load to finish); does
+        nothing when the encoding is loaded or loading, or with ``source="heuristic"``.
+        """
+        if self.requested_source == "heuristic" or self._source is not None:
+            return
+        with _LOCK:
+            if self.encoding in _LOADED or self.encoding in _PREFETCHING:
+                return
+            _PREFETCHING.add(self.encoding)
+        thread = threading.Thread(
+            target=_loaded_encoder, args=(self.encoding,), name="langchain-om-tokenizer"
+        )
+        thread.daemon = True
+        thread.start()
+
     def _resolve(self) -> str:
         if self.requested_source == "heuristic":
             self._count = heuristic_count
@@ -406,6 +515,10 @@ class TokenCounter:
         self._source = f"tiktoken:{self.encoding}"
         return self._source
 
+    def _resolve_tag(self) -> str:
+        self._tag = _entry_tag(self._source or self._resolve())
+        return self._tag
+
     @property
     def source(self) -> str:
         """The source actually used: ``"tiktoken:<encoding>"`` or ``"heuristic:v1"``."""
@@ -422,10 +535,61 @@ class TokenCounter:
 
     def count_message(self, message: BaseMessage) -> int:
         """Count one message: its parts (cached on the message) plus per-message overhead."""
-        source = self._source or self._resolve()
+        return self._count_one(message, self._tag or self._resolve_tag())
+
+    def count_messages(self, messages: Sequence[BaseMessage]) -> int:
+        """Count a conversation: every message plus a per-conversation overhead (0 if empty)."""
+        if not messages:
+            return 0
+        tag = self._tag or self._resolve_tag()
+        general = self._count_one
+        memo = _TEXT_MEMOS.get(tag) or _TEXT_MEMOS.setdefault(tag, _TextMemo())
+        entries = memo.entries
+        # Locals, not globals, in the loop: a global lookup per use is a good part of a hit.
+        kinds, plain, ai, tool = _CLASS_KINDS, _PLAIN, _AI, _TOOL
+        total = CONVERSATION_OVERHEAD
+        for message in messages:
+            content = message.content
+            mid = message.id
+            if type(content) is not str or mid is None or message.name:
+                total += general(message, tag)
+                continue
+            # A text message without tool calls (most messages): its count depends on the text
+            # and, for a tool result, its call id; the process memo by message id answers when
+            # those are equal (exact: a reloaded copy has the same id and equal values). AI
+            # messages with tool calls are left to the cache entries: their calls are mutable,
+            # and copying them for the memo costs more than the entry check.
+            kind = kinds.get(message.__class__)
+            if kind is None:
+                kind = _class_kind(message.__class__)
+            if kind == plain:
+                aux: object = None
+            elif (
+                kind == ai
+                and not message.tool_calls  # type: ignore[attr-defined]
+                and not message.invalid_tool_calls  # type: ignore[attr-defined]
+            ):
+                aux = None
+            elif kind == tool:
+                aux = message.tool_call_id  # type: ignore[attr-defined]
+            else:
+                total += general(message, tag)
+                continue
+            got = entries.get(mid)
+            if got is not None and got[0] == hash(content) and got[1] == aux:
+                total += got[2]
+                continue
+            n = general(message, tag)
+            memo.put(mid, content, aux, n)
+            total += n
+        return total
+
+    def _count_one(self, message: BaseMessage, tag: str) -> int:
+        """Count one message from its cache entry (the parts' keys checked), else recount."""
         content = message.content
         kind = _CLASS_KINDS.get(message.__class__)
         ai: AIMessage = message  # type: ignore[assignment]  # only read when kind == _AI
+        parts: list[_Part]
         if (
             type(content) is str
             and not message.name
@@ -433,12 +597,12 @@ class TokenCounter:
                 kind == _PLAIN or (kind == _AI and not ai.tool_calls and not ai.invalid_tool_calls)
             )
         ):
-            # Hot path (most messages): one text part; same result as self._parts.
-            parts: list[_Part] = [("text:" + digest(content), content)] if content else []
+            # One text (most messages); same result as self._parts.
+            parts = [(_fp(content), content)] if content else []
             overhead = MESSAGE_OVERHEAD
         elif kind == _TOOL and type(content) is str and not message.name:
             # Tool results: the text, then the call id; same result as self._parts.
-            parts = [("text:" + digest(content), content)] if content else []
+            parts = [_text_part(content)] if content else []
             call_id = cast("ToolMessage", message).tool_call_id
             if call_id and isinstance(call_id, str):
                 parts.append(_short_part("id", call_id))
@@ -448,46 +612,26 @@ class TokenCounter:
             overhead = MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD * n_calls
         metadata: object = message.response_metadata
         if type(metadata) is dict:
-            # Cache-hit fast path: a few dict lookups and one key comparison per part.
+            # Cache hit: one key comparison per part.
             om = metadata.get(OM_META_KEY)
-            if type(om) is dict:
-                entry = om.get("tok")
-                if (
-                    type(entry) is dict
-                    and entry.get("src") == source
-                    and entry.get("v") == CACHE_VERSION
-                ):
-                    cached = entry.get("parts")
-                    if type(cached) is list and len(cached) == 1 == len(parts):
-                        item = cached[0]  # one part (most messages): no loop
-                        if type(item) is dict and item.get("k") == parts[0][0]:
-                            n = item.get("n")
-                            if type(n) is int and n >= 0:
-                                return overhead + n
-                    elif type(cached) is list and len(cached) == len(parts):
-                        total = overhead
-                        for part, item in zip(parts, cached):  # noqa: B905 - same length
-                            if type(item) is not dict or item.get("k") != part[0]:
-                                break
-                            n = item.get("n")
-                            if type(n) is not int or n < 0:
-                                break
-                            total += n
-                        else:
-                            return total
-        if isinstance(metadata, dict):
-            return self._recount(metadata, parts, source) + overhead
+            entry = om.get("tok") if type(om) is dict else None
+            if type(entry) is list and len(entry) == 3 == 1 + 2 * len(parts):
+                if entry[1] == parts[0][0] and entry[0] == tag and type(n := entry[2]) is int:
+                    if n >= 0:
+                        return overhead + n
+            elif type(entry) is list and len(entry) == 1 + 2 * len(parts) and entry[0] == tag:
+                total = overhead
+                for i, part in enumerate(parts, 1):
+                    n = entry[2 * i]
+                    if entry[2 * i - 1] != part[0] or type(n) is not int or n < 0:
+                        break
+                    total += n
+                else:
+                    return total
+            return self._recount(metadata, parts, tag) + overhead
+        if isinstance(metadata, dict):  # a dict subclass
+            return self._recount(metadata, parts, tag) + overhead
         return sum(self._part_tokens(p) for p in parts) + overhead
-
-    def count_messages(self, messages: Sequence[BaseMessage]) -> int:
-        """Count a conversation: every message plus a per-conversation overhead (0 if empty)."""
-        if not messages:
-            return 0
-        count = self.count_message
-        total = CONVERSATION_OVERHEAD
-        for message in messages:
-            total += count(message)
-        return total
 
     def __call__(self, messages: Sequence[BaseMessage]) -> int:
         """Same as :meth:`count_messages`, so a counter can be a LangChain ``token_counter``."""
@@ -502,7 +646,7 @@ class TokenCounter:
         content = message.content
         parts: list[_Part]
         if isinstance(content, str):
-            parts = [("text:" + digest(content), content)] if content else []
+            parts = [(_fp(content), content)] if content else []
         else:
             parts = []
             if isinstance(content, list):
@@ -533,10 +677,10 @@ class TokenCounter:
     def _block_part(self, block: object, parts: list[_Part], call_ids: set[str]) -> None:
         if isinstance(block, str):
             if block:
-                parts.append(_text_part("text", block))
+                parts.append(_text_part(block))
             return
         if not isinstance(block, dict):
-            parts.append(_text_part("json", _json(block)))
+            parts.append(_text_part(_json(block)))
             return
         kind = block.get("type")
         if isinstance(kind, str):
@@ -550,7 +694,7 @@ class TokenCounter:
                 text = block.get("refusal" if kind == "refusal" else "text")
                 if isinstance(text, str):
                     if text:
-                        parts.append(_text_part("text", text))
+                        parts.append(_text_part(text))
                     return
             elif kind in _IMAGE_TYPES or kind in _FILE_TYPES:
                 client = _client_estimate(block)
@@ -567,7 +711,7 @@ class TokenCounter:
                 args = block.get("input", block.get("args"))
                 parts.append(_tool_call_part(block.get("name"), args))
                 return
-        parts.append(_text_part("json", _json(block)))
+        parts.append(_text_part(_json(block)))
 
     def _part_tokens(self, part: _Part) -> int:
         payload = part[1]
@@ -580,37 +724,27 @@ class TokenCounter:
 
     # -- cache ------------------------------------------------------------------------------
 
-    def _recount(self, metadata: dict[Any, Any], parts: list[_Part], source: str) -> int:
+    def _recount(self, metadata: dict[Any, Any], parts: list[_Part], tag: str) -> int:
         """Count parts, reusing valid cached counts with the same key; write the new entry."""
         om = metadata.get(OM_META_KEY)
         entry = om.get("tok") if isinstance(om, dict) else None
-        reuse: dict[str, int] = {}
-        if (
-            isinstance(entry, dict)
-            and entry.get("v") == CACHE_VERSION
-            and entry.get("src") == source
-            and isinstance(entry.get("parts"), list)
-        ):
-            for cached in entry["parts"]:
-                if isinstance(cached, dict):
-                    k, n = cached.get("k"), cached.get("n")
-                    if isinstance(k, str) and type(n) is int and n >= 0:
-                        reuse[k] = n
-        counted: list[dict[str, Any]] = []
+        reuse: dict[int | str, int] = {}
+        if type(entry) is list and entry and entry[0] == tag:
+            for k, n in zip(entry[1::2], entry[2::2]):  # noqa: B905 - a torn tail is ignored
+                if type(k) in (int, str) and type(n) is int and n >= 0:
+                    reuse[k] = n
+        counted: list[object] = [tag]
         total = 0
         for part in parts:
             n = reuse.get(part[0])
             if n is None:
                 n = self._part_tokens(part)
-            item: dict[str, Any] = {"k": part[0], "n": n}
-            if part[0].startswith("client="):
-                item["s"] = "client"  # a caller's estimate, not ours
-            counted.append(item)
+            counted += part[0], n
             total += n
         if not isinstance(om, dict):
             om = {}
             metadata[OM_META_KEY] = om
-        om["tok"] = {"v": CACHE_VERSION, "src": source, "parts": counted}
+        om["tok"] = counted
         return total
 
 

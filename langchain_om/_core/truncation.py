@@ -12,10 +12,17 @@ so the log it is shown is cut to ``previous_observer_tokens``:
   ``… [truncated]`` if it alone is too big.
 
 The stored log is never touched: this is only what the Observer reads.
+
+Counting is memoised: the whole view by (log text, budget, counter), so the cycles that see
+the same log (buffered chunks before an activation, retries) cut it once, and each line's
+cost by (counter, line), so a log that grew by one group only counts the new lines. The
+counter must be deterministic (a :class:`~langchain_om._core.tokens.TokenCounter` is).
 """
 
 from __future__ import annotations
 
+import bisect
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -34,6 +41,19 @@ TRUNCATED_SUFFIX = "… [truncated]"
 
 _IMPORTANT = ("🔴", "✅")
 _ESTIMATE_ROUNDS = 6
+_COST_MEMO_MAX = 20_000
+_costs: dict[tuple[Callable[[str], int], str], int] = {}
+
+
+def _cost(count: Callable[[str], int], piece: str) -> int:
+    """``count(piece)``, memoised by (counter, piece); the memo starts again when full."""
+    key = (count, piece)
+    got = _costs.get(key)
+    if got is None:
+        if len(_costs) >= _COST_MEMO_MAX:
+            _costs.clear()
+        got = _costs[key] = count(piece)
+    return got
 
 
 @dataclass(frozen=True)
@@ -101,8 +121,18 @@ def truncate_observations(
         count: Token counter for a string.
 
     Returns:
-        The view and how many observation lines it hides and keeps.
+        The view and how many observation lines it hides and keeps (memoised: the same
+        arguments return the same object).
     """
+    try:
+        hash(count)
+    except TypeError:  # memo keys need it: an identity-keyed wrapper instead
+        count = functools.partial(count)
+    return _truncate(text, budget, count)
+
+
+@functools.lru_cache(maxsize=16)
+def _truncate(text: str, budget: int | None, count: Callable[[str], int]) -> TruncatedObservations:
     lines, header_costs = _parse(text, count)
     if budget is None:
         return TruncatedObservations(text, False, 0, len(lines))
@@ -112,7 +142,7 @@ def truncate_observations(
         return TruncatedObservations(text, False, 0, len(lines))
     if not lines:  # only headers and blank lines, and still too big
         return TruncatedObservations("", False, 0, 0)
-    marker_cost = max(0, count("\n" + hidden_marker(len(lines))) - count(""))
+    marker_cost = max(0, _cost(count, "\n" + hidden_marker(len(lines))) - _cost(count, ""))
     effective = budget
     for _ in range(_ESTIMATE_ROUNDS):
         kept = _select(lines, effective, marker_cost, header_costs)
@@ -129,7 +159,7 @@ def truncate_observations(
 
 def _parse(text: str, count: Callable[[str], int]) -> tuple[list[_Line], dict[str, int]]:
     """Observation lines (with their header) and the estimated cost of each header."""
-    base = count("")
+    base = _cost(count, "")
     header: str | None = None
     out: list[_Line] = []
     header_costs: dict[str, int] = {}
@@ -140,9 +170,9 @@ def _parse(text: str, count: Callable[[str], int]) -> tuple[list[_Line], dict[st
         if parse_date_header(line) is not None:
             header = line.strip()
             if header not in header_costs:
-                header_costs[header] = max(0, count("\n\n" + header) - base)
+                header_costs[header] = max(0, _cost(count, "\n\n" + header) - base)
             continue
-        cost = max(0, count("\n" + line) - base)
+        cost = max(0, _cost(count, "\n" + line) - base)
         out.append(_Line(line, header, is_important(line), cost))
     return out, header_costs
 
@@ -169,9 +199,9 @@ def _select(
             break
         chosen: list[int] = []
         headers = set(tail_headers)
-        for j in reversed(important):
-            if j >= t:
-                continue
+        older = bisect.bisect_left(important, t)  # important[:older] are the lines before t
+        for k in range(older - 1, -1, -1):
+            j = important[k]
             if len(chosen) >= n - t:
                 break
             header = lines[j].header

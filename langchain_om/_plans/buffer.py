@@ -141,8 +141,16 @@ def activation_plan(
     batch, rest = window[:count], window[count:]
     now = iso(env.now())
     new = _with_chunks(env, record, chunks, now)
-    ctx = {"thread_id": inp.thread_id, "resource_id": inp.resource_id, "trigger": triggered_by}
-    kept = yield from archived_messages(env, {**ctx, "operation": "activation"}, batch)
+    ctx = {
+        "thread_id": inp.thread_id,
+        "resource_id": inp.resource_id,
+        "trigger": triggered_by,
+        "operation": "activation",
+        "actor_model": inp.actor_model,
+        "memory": env.memory,
+        "configurable": dict(inp.configurable or {}),
+    }
+    kept = yield from archived_messages(env, ctx, batch)
     new = yield from observed_plan(
         kept,
         before=record,

@@ -195,6 +195,8 @@ class Cycle:
             cycle_id=self.cycle_id,
             operation=self.operation,
             actor_model=self.inp.actor_model,
+            memory=self.env.memory,
+            configurable=dict(self.inp.configurable or {}),
         )
 
     @property

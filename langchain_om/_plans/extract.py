@@ -70,6 +70,7 @@ def _extract_one(
     context = {**ctx, "source": source, "previous": previous}
     thread_id = str(ctx.get("thread_id") or "")
     try:
+        schema = extractor.schema_for(context)
         messages = extraction_messages(
             name=extractor.name,
             instructions=extractor.text(context),
@@ -78,7 +79,7 @@ def _extract_one(
         )
         request = StructuredRequest(
             role=role,
-            schema=extractor.schema,
+            schema=schema,
             messages=messages,
             input_tokens=env.counter.count_messages(messages),
             thread_id=thread_id,
@@ -92,8 +93,8 @@ def _extract_one(
             afn=env.astructured,
             args=(request,),
         )
-        value = validate_value(extractor.schema, reply)
-        value = on_extracted(extractor, previous, value, thread_id=thread_id)
+        value = validate_value(schema, reply)
+        value = on_extracted(extractor, previous, value, thread_id=thread_id, schema=schema)
     except Exception as exc:
         summary = error_summary(exc)
         logger.warning(

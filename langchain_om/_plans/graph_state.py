@@ -179,6 +179,18 @@ def run_ids(config: Any, runtime: Any = None) -> tuple[str | None, str | None]:
     )
 
 
+def run_configurable(config: Any) -> dict[str, Any]:
+    """The run config's ``configurable`` as extractors and hooks see it.
+
+    A copy without LangGraph's internal keys (those starting with ``__``); empty without a
+    run config.
+    """
+    configurable = config.get("configurable") if isinstance(config, dict) else None
+    if not isinstance(configurable, dict):
+        return {}
+    return {k: v for k, v in configurable.items() if not str(k).startswith("__")}
+
+
 def step_number(window: Sequence[BaseMessage]) -> int:
     """Model calls already made in the current turn (AI messages after the last human one)."""
     count = 0

@@ -15,7 +15,8 @@ observation log is the resource's (see :mod:`langchain_om._plans.resource`). Per
 
 When the shared log reaches ``reflection.observation_tokens`` it is condensed (one Reflector
 call, committed with compare-and-set; what was observed meanwhile is kept after it). Async
-buffering does not run in resource scope.
+buffering does not run in resource scope, so the reflection is always synchronous; while it
+keeps failing, the view shows at most ``reflection.block_after`` tokens of the log.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from langchain_om._core.record import make_group, new_id, new_record, stable_id
 from langchain_om._core.redact import error_summary
 from langchain_om._core.resource import (
     ResourceRecord,
+    bounded_log,
     log_text,
     observed_ids,
     thread_label,
@@ -51,7 +53,7 @@ from langchain_om._plans.resource import (
 )
 from langchain_om._plans.storage import observed_plan
 from langchain_om._plans.types import TurnEnv, TurnInput, TurnOutcome, emit_event
-from langchain_om.errors import CycleFailedError, OMUsageError
+from langchain_om.errors import CycleFailedError, OMConfigError, OMUsageError
 from langchain_om.events import ObservationEndEvent, ObservationFailedEvent, ObservationStartEvent
 
 logger = logging.getLogger("langchain_om")
@@ -377,6 +379,35 @@ def shared_view_plan(env: TurnEnv, record: OMRecord) -> ResourcePlan[OMRecord]:
     return view
 
 
+def shown_cap(env: TurnEnv) -> int | None:
+    """The most tokens of the shared log and recent messages shown: ``reflection.block_after``.
+
+    ``None`` while fractional thresholds cannot be resolved (no agent model known yet).
+    """
+    try:
+        return env.config.reflection.block_after_tokens
+    except OMConfigError:
+        return None
+
+
+def hidden_note(lines: int) -> str:
+    """The line shown where older observations were left out of the memory context."""
+    return f"[{lines} older observation lines are not shown while the log is condensed]"
+
+
+def _shown_log(env: TurnEnv, shared: ResourceRecord, head: str, budget: int | None) -> str:
+    """The shared log's group text: ``head``, then the log within ``budget`` tokens."""
+    count = env.counter.count_text
+    whole = head + "\n\n" + log_text(shared["sections"])
+    if budget is None or count(whole) <= budget:
+        return whole
+    # Room for the head and the note; the note's count is an upper bound (most lines).
+    lines = sum(len(s["lines"]) for s in shared["sections"])
+    room = budget - count(head + "\n\n" + hidden_note(lines) + "\n\n")
+    log, hidden = bounded_log(shared["sections"], max(room, 0), count)
+    return head + "\n\n" + hidden_note(hidden) + ("\n\n" + log if log else "")
+
+
 def _view(
     env: TurnEnv,
     record: OMRecord,
@@ -386,28 +417,44 @@ def _view(
     *,
     actor_model: str | None = None,
 ) -> OMRecord:
-    """``record`` showing the shared log and the other threads' recent messages."""
+    """``record`` showing the shared log and the other threads' recent messages.
+
+    What it shows of them stays within the reflection's ``block_after`` tokens, as in thread
+    scope: the log only grows past it while its reflection keeps failing, and then its newest
+    part is shown, with a note for the rest (the stored log keeps everything).
+    """
     thread_id = record["thread_id"]
     label = thread_label(thread_id, obscure=env.config.effective_obscure_thread_ids)
     view: dict[str, Any] = dict(record)
+    cap = shown_cap(env)
+    recent = other_threads_text(
+        env,
+        others,
+        shared,
+        budget=OTHER_THREADS_TOKENS if cap is None else min(OTHER_THREADS_TOKENS, cap // 2),
+    )
+    recent_tokens = env.counter.count_text(recent) if recent else 0
     groups = []
-    log = log_text(shared["sections"])
     tokens = 0
-    if log:
-        text = f'Shared across this user\'s threads; the current thread is "{label}".\n\n{log}'
-        tokens = env.counter.count_text(text)
+    if shared["sections"]:
+        head = f'Shared across this user\'s threads; the current thread is "{label}".'
+        tokens = env.counter.count_text(head + "\n\n" + log_text(shared["sections"]))
+        text = _shown_log(env, shared, head, None if cap is None else cap - recent_tokens)
         group_id = stable_id(shared["resource_id"], shared["version"])
         groups.append(
             make_group(
-                text=text, tokens=tokens, message_ids=[], observed_at=iso(now), group_id=group_id
+                text=text,
+                tokens=env.counter.count_text(text),
+                message_ids=[],
+                observed_at=iso(now),
+                group_id=group_id,
             )
         )
-    recent = other_threads_text(env, others, shared)
     if recent:
         groups.append(
             make_group(
                 text=recent,
-                tokens=env.counter.count_text(recent),
+                tokens=recent_tokens,
                 message_ids=[],
                 observed_at=iso(now),
                 group_id=stable_id("recent", shared["resource_id"], thread_id),

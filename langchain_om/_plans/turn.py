@@ -60,6 +60,7 @@ from langchain_om._plans.damping import (
     with_success,
 )
 from langchain_om._plans.effects import AwaitBackground, Plan, StoreBatch
+from langchain_om._plans.read_only import read_only_plan
 from langchain_om._plans.resource_turn import resource_turn_plan
 from langchain_om._plans.storage import (
     backoff_get_op,
@@ -292,8 +293,10 @@ def turn_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
         return (yield from cast("Plan[TurnOutcome]", resource_turn_plan(env, inp)))
     now = env.now()
     out = TurnOutcome(record=_new_record(env, inp, now), window=list(inp.window))
-    if not env.config.enabled or env.config.read_only:  # every front door passes through
+    if not env.config.enabled:  # every front door passes through
         return out
+    if env.config.read_only:
+        return (yield from read_only_plan(inp, out))
     step = yield from _prepare(_Step(env, inp, out, now))
     if inp.allow_observe:
         yield from _activate_due(step)

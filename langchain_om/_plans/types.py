@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -48,6 +48,9 @@ class TurnEnv:
     """Runs a schema extractor's structured-output call (blocking); the engine provides it."""
     astructured: Callable[[StructuredRequest], Awaitable[Any]] | None = None
     """Async twin of :attr:`structured`."""
+    memory: Any = None
+    """The :class:`~langchain_om.ObservationalMemory` the plans run for (shown to dynamic
+    extractor instructions and transform hooks as ``ctx["memory"]``)."""
 
     def message_threshold(self, record: OMRecord) -> int:
         """Unobserved-message tokens that trigger observation of ``record``'s thread."""
@@ -85,6 +88,8 @@ class TurnInput:
     """Emit ``data-om-status`` (once per model call: the graph's cycle nodes do not)."""
     context_overflow: bool = False
     """The agent's model call overflowed its context: observe now, keeping the current turn."""
+    configurable: Mapping[str, Any] | None = None
+    """The run config's ``configurable`` (agents and graphs; ``None`` for standalone calls)."""
 
 
 def _no_structured(request: StructuredRequest) -> Any:

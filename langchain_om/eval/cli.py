@@ -18,7 +18,7 @@ from langchain_om.eval.data import FORMATS, load_dataset
 from langchain_om.eval.models import scripted_answerer, scripted_judge, scripted_summarizer
 from langchain_om.eval.report import to_markdown, write_reports
 from langchain_om.eval.runner import EvalRunError, RunSettings, run_eval
-from langchain_om.eval.systems import FRONT_DOORS, SYSTEMS, SystemSettings
+from langchain_om.eval.systems import FRONT_DOORS, SYSTEMS, SystemSettings, summary_budget
 from langchain_om.local import start_local_server
 from langchain_om.models import resolve_model_string
 from langchain_om.testing import memory_model
@@ -81,6 +81,11 @@ def add_eval_command(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("--message-tokens", type=_positive, help="OM observes above this")
     parser.add_argument("--observation-tokens", type=_positive, help="OM reflects above this")
+    parser.add_argument(
+        "--summary-tokens",
+        type=_positive,
+        help="longest summary of the summarization baseline (default: message_tokens / 4)",
+    )
     parser.add_argument(
         "--context-window",
         type=_positive,
@@ -200,6 +205,7 @@ def cmd_eval(args: argparse.Namespace, console: Any = None) -> int:
             context_window=window,
             front_door=args.front_door,
             summarizer=models["summarizer"],
+            summary_tokens=args.summary_tokens,
             om_options=_om_options(args, local=models["local"]),
         )
         judge: BaseChatModel | None = models["judge"]
@@ -214,7 +220,8 @@ def cmd_eval(args: argparse.Namespace, console: Any = None) -> int:
             judge_model=judge,
             limit=args.limit,
             seed=args.seed,
-            identity=_identity(args, systems, thresholds, window),
+            identity=_identity(args, systems, thresholds, window)
+            | {"summary_tokens": summary_budget(shared)},
         )
         records = run_eval(dataset, settings, progress=None)
     report = write_reports(records, out)

@@ -30,6 +30,7 @@ from pydantic import ConfigDict, PrivateAttr
 from langchain_om._call_modes import rebind_structured
 from langchain_om._chat_model import AnsweringChatModel
 from langchain_om._core.tokens import TokenCounter
+from langchain_om._core.truncation import cut_to_tokens
 from langchain_om.eval.scoring import _stem, normalize_answer, token_f1
 from langchain_om.testing import FunctionChatModel, RecordedCall
 
@@ -75,14 +76,39 @@ class MeteredChatModel(AnsweringChatModel):
     """The wrapped ``BaseChatModel``."""
     counter: Any = None
     """A :class:`TokenCounter` for replies without usage metadata."""
+    output_cap: int | None = None
+    """Cut each reply's text to this many tokens (the call is metered as the model made it)."""
 
     _meter: Meter = PrivateAttr(default_factory=Meter)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @classmethod
-    def wrap(cls, model: BaseChatModel, counter: TokenCounter | None = None) -> MeteredChatModel:
-        """Meter ``model`` (its profile is kept, so memory sees the same model limits)."""
-        return cls(inner=model, counter=counter, profile=getattr(model, "profile", None))
+    def wrap(
+        cls,
+        model: BaseChatModel,
+        counter: TokenCounter | None = None,
+        *,
+        output_cap: int | None = None,
+    ) -> MeteredChatModel:
+        """Meter ``model`` (its profile is kept, so memory sees the same model limits).
+
+        Args:
+            model: the model to meter.
+            counter: counts tokens when a reply has no usage metadata, and for ``output_cap``.
+            output_cap: cut every reply to this many tokens; a model with a ``max_tokens``
+                field is also asked for no more (so it stops early instead of being cut).
+        """
+        inner = model
+        if output_cap is not None and "max_tokens" in type(model).model_fields:
+            limit = getattr(model, "max_tokens", None)
+            if not isinstance(limit, int) or limit > output_cap:
+                inner = model.model_copy(update={"max_tokens": output_cap})
+        return cls(
+            inner=inner,
+            counter=counter,
+            output_cap=output_cap,
+            profile=getattr(model, "profile", None),
+        )
 
     @property
     def meter(self) -> Meter:
@@ -140,21 +166,56 @@ class MeteredChatModel(AnsweringChatModel):
             self._meter.output_tokens += out
             self._meter.seconds += seconds
 
+    def _note_failure(
+        self, messages: Sequence[BaseMessage], exc: Exception, seconds: float
+    ) -> None:
+        """Meter a call that failed after the model answered (its usage is on the error).
+
+        OpenAI-compatible clients raise on a structured reply cut by the output limit
+        (``LengthFinishReasonError``) though the model spent the tokens; other failures count
+        as a call with the input tokens only.
+        """
+        usage = getattr(getattr(exc, "completion", None), "usage", None)
+        inp = int(getattr(usage, "prompt_tokens", 0) or 0) if usage is not None else 0
+        out = int(getattr(usage, "completion_tokens", 0) or 0) if usage is not None else 0
+        if usage is None:
+            inp = (self.counter or TokenCounter()).count_messages(messages)
+        with self._lock:
+            self._meter.calls += 1
+            self._meter.input_tokens += inp
+            self._meter.output_tokens += out
+            self._meter.seconds += seconds
+
+    def _capped(self, reply: BaseMessage) -> BaseMessage:
+        if self.output_cap is None or not isinstance(reply.content, str):
+            return reply
+        counter: TokenCounter = self.counter or TokenCounter()
+        text = cut_to_tokens(reply.content, self.output_cap, counter.count_text)
+        return reply if text == reply.content else reply.model_copy(update={"content": text})
+
     def _answer(
         self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
     ) -> BaseMessage:
         start = time.perf_counter()
-        reply: BaseMessage = self.inner.invoke(messages, stop=stop, **kwargs)
+        try:
+            reply: BaseMessage = self.inner.invoke(messages, stop=stop, **kwargs)
+        except Exception as exc:
+            self._note_failure(messages, exc, time.perf_counter() - start)
+            raise
         self._note(messages, reply, time.perf_counter() - start)
-        return reply
+        return self._capped(reply)
 
     async def _aanswer(
         self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
     ) -> BaseMessage:
         start = time.perf_counter()
-        reply: BaseMessage = await self.inner.ainvoke(messages, stop=stop, **kwargs)
+        try:
+            reply: BaseMessage = await self.inner.ainvoke(messages, stop=stop, **kwargs)
+        except Exception as exc:
+            self._note_failure(messages, exc, time.perf_counter() - start)
+            raise
         self._note(messages, reply, time.perf_counter() - start)
-        return reply
+        return self._capped(reply)
 
 
 class ReplayModel:

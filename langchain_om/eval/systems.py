@@ -15,7 +15,11 @@ model is shown (:class:`Ingested`):
 - ``summarization``: LangChain's ``SummarizationMiddleware`` in a ``create_agent`` agent,
   triggered at OM's ``message_tokens`` and keeping a fifth of that (as OM keeps about a fifth
   of its threshold unobserved after an activation); the context is the agent's messages when
-  the question arrives.
+  the question arrives. Each summary is cut to ``summary_tokens`` (a quarter of the trigger
+  by default), so summary plus kept messages stay well under the trigger and the middleware
+  summarises again only when new messages fill the gap. Uncapped, a model that writes long
+  summaries (the local model writes up to its output limit) produces a summary that is by
+  itself over the trigger, and the middleware then summarises on every turn.
 
 Through the agent front doors the conversation is replayed turn by turn: each run of user
 messages is one agent invocation and :class:`~langchain_om.eval.models.ReplayModel` answers
@@ -52,6 +56,7 @@ __all__ = [
     "SYSTEMS",
     "SystemSettings",
     "ingest",
+    "summary_budget",
     "transcript",
     "transcript_line",
 ]
@@ -88,6 +93,8 @@ class SystemSettings:
     front_door: Literal["agent", "graph", "standalone"] = "agent"
     summarizer: BaseChatModel | None = None
     """Summary model for ``summarization`` (default: ``memory_model``)."""
+    summary_tokens: int | None = None
+    """Longest summary of ``summarization`` (default: a quarter of ``message_tokens``)."""
     om_options: dict[str, Any] = field(default_factory=dict)
     """Extra :class:`~langchain_om.ObservationalMemory` options."""
 
@@ -276,8 +283,22 @@ def _om_runnable(front_door: str, memory: Any, replay: ReplayModel) -> Any:
     return builder.compile(checkpointer=memory.checkpointer, store=memory.store)
 
 
+def summary_budget(settings: SystemSettings) -> int:
+    """The longest summary ``summarization`` keeps (tokens).
+
+    ``summary_tokens`` when set, else a quarter of the trigger (``message_tokens``).
+    """
+    if settings.summary_tokens is not None:
+        return settings.summary_tokens
+    return max(1, settings.message_tokens // 4)
+
+
 def _summarization(conv: Conversation, settings: SystemSettings, progress: _Progress) -> Ingested:
-    metered = MeteredChatModel.wrap(settings.summarizer or settings.memory_model, settings.counter)
+    metered = MeteredChatModel.wrap(
+        settings.summarizer or settings.memory_model,
+        settings.counter,
+        output_cap=summary_budget(settings),
+    )
     middleware = SummarizationMiddleware(
         model=metered,
         trigger=("tokens", settings.message_tokens),

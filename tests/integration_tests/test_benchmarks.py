@@ -1,7 +1,8 @@
 """The benchmark scripts run end to end in their smallest modes and write well-formed results.
 
-One ``report.py --smoke`` run (module fixture) drives ``turns.py --smoke``, ``tokens.py --quick``
-and ``recall.py --quick``; the tests check the shape of what they wrote, never the timings.
+One ``report.py --smoke`` run (module fixture) drives ``turns.py --smoke``, ``tokens.py --quick``,
+``recall.py --quick`` and ``compare.py --smoke``; the tests check the shape of what they wrote,
+never the timings.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [sys.executable, str(BENCH / "report.py"), "--smoke", "--out-dir", str(out)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return out
@@ -155,6 +156,26 @@ def test_time_middleware_excludes_the_model_call(monkeypatch: pytest.MonkeyPatch
     assert probe.wrap_model_call("request", model_call) == "response"
     assert timer.by_hook == {"before_model": 2.0, "wrap_model_call": 1.5}
     assert (timer.calls, timer.take(), timer.take()) == (2, 3.5, 0.0)
+
+
+def test_compare_reports_every_setup_store_and_target(results: Path) -> None:
+    text = (results / "compare.md").read_text(encoding="utf-8")
+    for label in (
+        "create_agent, no memory",
+        "langchain-om",
+        "SummarizationMiddleware",
+        "floor middleware",
+        "InMemorySaver",
+        "SqliteSaver",
+        "first turn",
+        "`import langchain_om`",
+        "background CPU per turn",
+    ):
+        assert label in text, label
+    rows = [ln for ln in text.splitlines() if ln.startswith("| whole turn")]
+    assert len(rows) == 2 * len(POINTS)  # per store and point
+    assert all(ln.rstrip(" |").endswith(("met", "**not met**")) for ln in rows)
+    assert "## Beside the alternatives" in (results / "README.md").read_text(encoding="utf-8")
 
 
 def test_worker_benchmark_runs_and_checks_its_invariants() -> None:

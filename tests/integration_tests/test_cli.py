@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import HumanMessage
+from pydantic import BaseModel
 
-from langchain_om import ObservationalMemory
+from langchain_om import Extractor, ObservationalMemory
 from langchain_om.cli import main
 from langchain_om.errors import MissingProviderError
 from langchain_om.testing import FunctionChatModel, memory_model
@@ -275,3 +277,35 @@ def test_a_model_without_its_key_exits_2_naming_the_variable(
         == 2
     )
     assert "OPENAI_API_KEY" in capsys.readouterr().err
+
+
+class Profile(BaseModel):
+    name: str
+    allergies: list[str]
+
+
+def test_inspect_json_gives_the_extracted_values_typed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    observer = memory_model()
+    assert observer.function is not None
+    observe = observer.function
+
+    def reply(messages: Any, info: Any) -> Any:
+        if info.structured_output is not None:
+            return {"name": "Maya", "allergies": ["peanuts"]}
+        return observe(messages, info)
+
+    db = tmp_path / "om.db"
+    profile = Extractor("Profile", "Name and allergies.", schema=Profile)
+    memory = ObservationalMemory.from_sqlite(
+        str(db),
+        model=FunctionChatModel(function=reply),
+        observation={"message_tokens": 2_000, "buffer_tokens": False, "extract": [profile]},
+    )
+    memory.observe(thread_id="maya", messages=[HumanMessage("I'm Maya, allergic to peanuts.")])
+    memory.close()
+    capsys.readouterr()
+    assert main(["inspect", "--db", str(db), "--thread", "maya", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["extracted"] == {"profile": {"name": "Maya", "allergies": ["peanuts"]}}

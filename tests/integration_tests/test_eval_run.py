@@ -147,6 +147,15 @@ def test_window_gets_oms_budget_and_loses_early_facts(uninterrupted: Path) -> No
     assert ingests["summarization"]["summaries"] == 1
 
 
+def test_summaries_are_cut_to_a_quarter_of_the_trigger(uninterrupted: Path) -> None:
+    records = read_records(uninterrupted / "records.jsonl")
+    run = next(r for r in records if r["kind"] == "run")
+    assert run["identity"]["summary_tokens"] == run["identity"]["message_tokens"] // 4
+    ingest = next(r for r in records if r["kind"] == "ingest" and r["system"] == "summarization")
+    # the summary (at most a quarter) plus the kept fifth stay under the trigger
+    assert ingest["context_tokens"] < run["identity"]["message_tokens"]
+
+
 def test_resumes_after_being_killed(
     uninterrupted: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -129,3 +129,11 @@ def test_cross_thread_example_shows_both_ways(capsys: pytest.CaptureFixture[str]
     out = run_example("cross_thread.py", capsys)
     assert "resource scope, new thread sees Oslo: True" in out
     assert "thread scope + recall, tools offered: ['recall']" in out
+
+
+def test_per_tenant_schema_example_picks_the_schema_from_the_run_config(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = run_example("per_tenant_schema.py", capsys)
+    assert "travel (ana): {'destination': 'Kyoto'}" in out
+    assert "todo (ben): {'tasks': ['call']}" in out

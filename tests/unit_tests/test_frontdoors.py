@@ -6,14 +6,16 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
 
 from langchain_om import (
     ObservationalMemory,
+    ObservationalMemoryMiddleware,
     add_observational_memory,
 )
-from langchain_om.testing import FunctionChatModel, memory_model
+from langchain_om.testing import FunctionChatModel, ScriptedChatModel, memory_model
 from tests.helpers import (
     APP_OPTIONS,
     Clock,
@@ -179,3 +181,27 @@ def test_observer_tokens_stay_out_of_the_messages_stream() -> None:
             streamed += chunk.text if chunk.type == "AIMessageChunk" else ""
     assert agent.get_state(cfg).values["om_record"]["observed_message_count"] > 0
     assert "Answer" in streamed and "<observations>" not in streamed
+
+
+@pytest.mark.parametrize("on_idle", [False, True])
+def test_after_agent_hook_only_with_buffer_on_idle(
+    on_idle: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = ObservationalMemory(
+        model=memory_model(), observation={"buffer_on_idle": on_idle, "buffer_tokens": 0.2}
+    )
+    middleware = ObservationalMemoryMiddleware(memory)
+    assert isinstance(middleware, ObservationalMemoryMiddleware)
+    ended: list[str] = []
+    monkeypatch.setattr(memory, "end_turn", lambda **kw: ended.append(kw["thread_id"]))
+    agent = create_agent(
+        ScriptedChatModel(script=["ok"], repeat_last=True),
+        [],
+        middleware=[middleware],
+        checkpointer=memory.checkpointer,
+        store=memory.store,
+    )
+    nodes = set(agent.get_graph().nodes)
+    assert (f"{middleware.name}.after_agent" in nodes) is on_idle
+    agent.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "t1"}})
+    assert ended == (["t1"] if on_idle else [])

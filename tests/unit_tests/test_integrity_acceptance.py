@@ -255,3 +255,60 @@ def test_format_reminder_on_multimodal_and_system_only_prompts() -> None:
     assert len(retried[-1].content) == 3
     only_system = with_format_reminder([SystemMessage("s")], "echo")
     assert isinstance(only_system[-1], HumanMessage)
+
+
+COMPACT_TEMPLATE_ECHO = """\
+<observations>
+Date: Nov 2, 2026
+* 🔴 (09:12) <who> <did or said what, with names, numbers and dates>
+* 🟡 (09:12) One fact per line; a message with three facts gives three lines.
+* 🟡 (09:13) Copy names, places, numbers and dates exactly as written.
+</observations>"""
+
+SCHEMA_ECHO = """\
+<observations>
+Date: Nov 2, 2026
+* 🔴 (09:12) What happened, in one line.
+* 🟡 (09:12) Optional details of this observation, one per item.
+</observations>"""
+
+
+@pytest.mark.parametrize(
+    ("reply", "sent"),
+    [
+        (COMPACT_TEMPLATE_ECHO, "the compact prompt"),
+        (SCHEMA_ECHO, "the structured schema"),
+    ],
+)
+def test_echo_of_the_prompt_a_call_sent_in_place_is_caught(reply: str, sent: str) -> None:
+    # The cycles build the default prompt; the compact prompt and the schema are sent in its
+    # place per attempt. The reply is compared against those too.
+    verdict = judge_observation(
+        parse_observer_output(reply),
+        input_tokens=900,
+        observation_tokens=3_000,
+        count=count,
+        instructions=INSTRUCTIONS,
+    )
+    assert verdict.reason == "echo", sent
+    only_default = judge_observation(
+        parse_observer_output(reply),
+        input_tokens=900,
+        observation_tokens=3_000,
+        count=count,
+        instructions="\n".join(m.text for m in _PROMPT if isinstance(m, SystemMessage)),
+    )
+    assert only_default.accepted  # what the check saw before: the default system text only
+
+
+def test_a_real_observation_is_not_an_echo_of_the_compact_prompt() -> None:
+    reply = "<observations>\nDate: Nov 2, 2026\n* 🔴 (09:12) User is moving to Porto on Jan 15.\n"
+    reply += "* 🟡 (09:13) User asked for the names of three districts.\n</observations>"
+    verdict = judge_observation(
+        parse_observer_output(reply),
+        input_tokens=900,
+        observation_tokens=3_000,
+        count=count,
+        instructions=INSTRUCTIONS,
+    )
+    assert verdict.accepted and verdict.lines == 2

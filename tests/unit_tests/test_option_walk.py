@@ -15,6 +15,10 @@ one row in :data:`TABLE`:
   ``obscure_thread_ids`` are refused in thread scope only; what they change in resource scope
   is tested in ``test_resource_scope`` (batches, hashed labels).
 
+Options whose resource-scope behaviour thread scope's rows do not show (``reflection.block_after``
+bounds the shared log shown) have a second row in :data:`RESOURCE_CHANGES`, run in resource scope;
+the options resource scope refuses are listed in :data:`RESOURCE_REFUSED`.
+
 A new option without a row fails :func:`test_every_option_has_a_row`. To make a refused option
 work, drop its entry from ``langchain_om._unbuilt.UNBUILT`` and turn its ``Refused`` row into a
 ``Changes`` row.
@@ -93,6 +97,8 @@ class Script:
     """Turn from which the agent's model is another provider's."""
     observer: Callable[[list[BaseMessage], RecordedCall], Any] | None = None
     """Replaces the scripted Observer's function (failures)."""
+    reflector: Callable[[list[BaseMessage], RecordedCall], Any] | None = None
+    """Replaces the scripted Reflector's function (failures)."""
     standalone: bool = False
     """Drive ``add_messages`` and ``end_turn`` instead of ``step``."""
     background: bool = True
@@ -125,6 +131,8 @@ def trace(script: Script, options: dict[str, Any]) -> str:
     observer, reflector = _roles(base)
     if script.observer is not None:
         observer = FunctionChatModel(function=script.observer, model_name="observer")
+    if script.reflector is not None:
+        reflector = FunctionChatModel(function=script.reflector, model_name="reflector")
     clock = Clock()
     events: list[Any] = []
     hooks: list[str] = []
@@ -486,6 +494,26 @@ RESOURCE_REFUSED: dict[str, dict[str, Any]] = {
 }
 """Options that change behaviour in thread scope (rows above) and are refused in resource
 scope, where they would do nothing."""
+
+
+RESOURCE = Script({"scope": "resource", "observation": {"buffer_tokens": False}})
+RESOURCE_CHANGES: list[Changes] = [
+    Changes(
+        "reflection.block_after",
+        {},
+        _ref(block_after=50_000),
+        Script(RESOURCE.options, reflector=_failing),
+    ),
+]
+"""Options whose resource-scope behaviour is its own (thread scope's rows above do not show
+it): the walk proves they change what resource scope shows too."""
+
+
+@pytest.mark.parametrize("row", RESOURCE_CHANGES, ids=lambda r: r.option)
+def test_option_changes_behaviour_in_resource_scope(row: Changes) -> None:
+    assert row.script.options["scope"] == "resource"
+    same = trace(row.script, row.before) == trace(row.script, row.after)
+    assert not same, f"{row.option} changed nothing resource scope shows"
 
 
 def test_resource_scope_refusals_are_listed() -> None:

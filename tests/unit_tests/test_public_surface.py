@@ -203,6 +203,7 @@ PINNED: dict[str, list[str]] = {
         "SYSTEMS",
         "SystemSettings",
         "ingest",
+        "summary_budget",
         "transcript",
         "transcript_line",
     ],

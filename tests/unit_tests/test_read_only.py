@@ -90,3 +90,46 @@ def test_read_only_standalone_calls_write_nothing() -> None:
     assert not memory.config.buffering_enabled
     with pytest.raises(OMUsageError, match="read_only"):
         memory.forget(thread_id="t")
+
+
+def test_a_second_agent_reads_a_stored_thread_from_a_fresh_state() -> None:
+    store = CountingStore()
+    common: dict[str, Any] = {"store": store, "clock": lambda: FIXED, "sleep": lambda s: None}
+    writer = ObservationalMemory(model=memory_model(), **APP_OPTIONS, **common)
+    for i in range(8):  # the user's memory, written by standalone calls
+        writer.add_messages("maya", [HumanMessage(f"Turn {i}: I live in Lisbon " * 20)])
+    first = writer.status(thread_id="maya").record
+    assert first["groups"], "the writer observed something to show"
+
+    reader_model = memory_model()
+    reader = ObservationalMemory(model=reader_model, read_only=True, **APP_OPTIONS, **common)
+    actor = FunctionChatModel(function=reply)
+    agent = build_agent(reader, actor)  # its own checkpointer: a fresh state, no record
+    config = {"configurable": {"thread_id": "maya"}}
+    writes = store.writes
+    agent.invoke({"messages": [HumanMessage("Where do I live?")]}, config)
+    assert store.writes == writes
+    assert first["groups"][0]["text"].splitlines()[-1] in actor.last_call.messages[0].text
+    assert agent.get_state(config).values["om_record"]["record_id"] == first["record_id"]
+
+    # the user's memory grows; the reader's next turn shows the stored record, not its copy
+    for i in range(8, 16):
+        writer.add_messages("maya", [HumanMessage(f"Turn {i}: I moved to Porto " * 20)])
+    grown = writer.status(thread_id="maya").record
+    assert len(grown["groups"]) > len(first["groups"])
+    assert store.writes > writes
+    writes = store.writes
+    agent.invoke({"messages": [HumanMessage("And now?")]}, config)
+    assert grown["groups"][-1]["text"].splitlines()[-1] in actor.last_call.messages[0].text
+    assert reader_model.call_count == 0 and store.writes == writes
+
+
+def test_a_fresh_state_of_another_resource_is_refused() -> None:
+    store = InMemoryStore()
+    writer = ObservationalMemory(model=memory_model(), store=store, **APP_OPTIONS)
+    writer.add_messages("maya", [HumanMessage("I live in Lisbon " * 40)], resource_id="u1")
+    reader = ObservationalMemory(model=memory_model(), store=store, read_only=True, **APP_OPTIONS)
+    agent = build_agent(reader, FunctionChatModel(function=reply))
+    config = {"configurable": {"thread_id": "maya", "resource_id": "u2"}}
+    with pytest.raises(OMUsageError, match="u1|resource"):
+        agent.invoke({"messages": [HumanMessage("Where do I live?")]}, config)

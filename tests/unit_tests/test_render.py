@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import copy
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -7,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import SystemMessage
 
+from langchain_om._core import render as render_mod
 from langchain_om._core.dates import format_date
 from langchain_om._core.record import make_group, new_record
 from langchain_om._core.render import (
@@ -298,3 +300,29 @@ def test_prefix_stable_under_append(
         for line in g["text"].split("\n"):
             stem = line.split(" (meaning")[0]
             assert stem in after.text
+
+
+# ---------------------------------------------------------------------------- memoised
+
+
+def test_an_unchanged_record_is_rendered_once_per_day() -> None:
+    rec = record([G1, G2], {"current_task": "book a hotel"})
+    first = render_memory(rec, now=NOW, retrieval=True)
+    # A reloaded copy (new objects, equal values) later the same day: the same context.
+    again = render_memory(copy.deepcopy(rec), now=NOW + timedelta(hours=2), retrieval=True)
+    assert again is first
+    # The day, the options, a group's text, range or kind, or the hints: rendered anew, and
+    # equal to a render of that record from scratch.
+    changed: list[tuple[OMRecord, datetime, bool]] = [
+        (rec, NOW + timedelta(days=1), True),
+        (rec, NOW, False),
+        (record([G1, group("g2", G2["text"] + "\n* 🟢 (10:05) Paid")]), NOW, True),
+        (record([G1, group("g2", G2["text"], rng=["m1", "m9"])]), NOW, True),
+        (record([G1, group("g2", G2["text"], kind="reflection")]), NOW, True),
+        (record([G1, G2], {"current_task": "book a flight"}), NOW, True),
+    ]
+    for other, now, retrieval in changed:
+        ctx = render_memory(other, now=now, retrieval=retrieval)
+        assert ctx is not first and ctx.text != first.text
+        render_mod._RENDERED.clear()
+        assert render_memory(other, now=now, retrieval=retrieval).blocks == ctx.blocks

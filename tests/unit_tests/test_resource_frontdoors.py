@@ -7,6 +7,7 @@ standalone engine; a thread of another resource never sees it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -167,7 +168,8 @@ def messages_text(messages: list[BaseMessage]) -> str:
 def test_the_shared_log_is_reflected_and_keeps_what_came_after() -> None:
     memory = resource_memory(
         model=FunctionChatModel(function=thread_memory_reply),
-        reflection={"observation_tokens": 150},
+        # block_after above what the scripted Reflector leaves: the whole log is shown
+        reflection={"observation_tokens": 150, "block_after": 1_000},
     )
     model = actor()
     via_standalone(memory, model, "A", "u1", f"{FACT}. {FILLER}")
@@ -233,3 +235,56 @@ def test_resource_cycles_emit_events_and_call_hooks() -> None:
     start = next(e for e in events if e.type == "data-om-observation-start")
     assert set(start.thread_ids) == {"A", "B"}
     assert hooks[:2] == ["start", "end"]
+
+
+def failing_reflector(messages: list[BaseMessage], info: RecordedCall) -> str:
+    raise RuntimeError("reflector down")
+
+
+@pytest.mark.parametrize("name", ["agent", "standalone"])
+def test_while_reflections_fail_the_context_shows_at_most_block_after_tokens(name: str) -> None:
+    memory = resource_memory(
+        model=None,
+        observation={
+            "model": FunctionChatModel(function=thread_observer_reply),
+            "message_tokens": 250,
+            "buffer_tokens": False,
+        },
+        reflection={
+            "observation_tokens": 150,
+            "block_after": 250,
+            "model": FunctionChatModel(function=failing_reflector),
+        },
+    )
+    model, door = actor(), DOORS[name]
+    door(memory, model, "A", "u1", f"{FACT}. {FILLER}")
+    for i in range(24):
+        door(memory, model, "B" if i % 2 else "A", "u1", f"turn {i}: {FILLER}")
+    model.reset()
+    door(memory, model, "B", "u1", "What did I say last?")
+    snap = memory.status(thread_id="B", resource_id="u1")
+    assert snap.record["generation"] == 0, "every reflection failed"
+    assert snap.record["observation_tokens"] > 2 * 250, "the stored log keeps everything"
+    shown = sum(memory.counter.count_text(g["text"]) for g in snap.record["groups"])
+    assert shown <= 250
+    seen = system_text(model.calls[0])
+    assert "older observation lines are not shown" in seen
+    log = seen.split("<thread id=", 1)[1].split("Recent messages", 1)[0]
+    assert re.search(r"turn 2\d:", log) and "turn 1:" not in log and FACT not in log  # newest
+    # block_after above the log: everything is shown again
+    wide = resource_memory(store=memory.store, reflection={"observation_tokens": 150_000})
+    assert FACT in wide.status(thread_id="B", resource_id="u1").observations
+
+
+def test_recall_is_on_by_default_in_resource_scope() -> None:
+    memory = resource_memory()
+    assert memory.config.retrieval is not None and memory.config.retrieval.scope == "resource"
+    assert [t.name for t in memory.tools] == ["recall"]
+    model = actor()
+    via_agent(memory, model, "A", "u1", f"{FACT}. {FILLER}")
+    for i in range(4):
+        via_agent(memory, model, "A", "u1", f"turn {i}: {FILLER}")
+    assert "recall" in model.last_call.tool_names
+    system = system_text(model.last_call)
+    assert FACT in system and "## Group" not in system, "the shared view claims no ranges"
+    assert not resource_memory(retrieval=False).tools, "retrieval=False keeps it off"

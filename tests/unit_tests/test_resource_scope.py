@@ -19,8 +19,10 @@ from langchain_om._core.resource import (
     ResourceDelta,
     Section,
     ThreadPending,
+    ThreadSection,
     apply_delta,
     apply_reflection,
+    bounded_log,
     log_text,
     merge_sections,
     new_resource_record,
@@ -311,3 +313,21 @@ def test_a_reflection_keeps_what_was_observed_meanwhile_and_never_runs_twice() -
     ]
     again, changed = apply_reflection(out, base, condensed)  # the generation moved on
     assert not changed and again is out
+
+
+def test_bounded_log_keeps_the_newest_sections_then_the_newest_lines() -> None:
+    sections = [
+        ThreadSection(thread="a", date="Nov 29, 2026", lines=[f"* a{i}" for i in range(10)]),
+        ThreadSection(thread="b", date="Nov 30, 2026", lines=[f"* b{i}" for i in range(10)]),
+    ]
+    count = as_token_counter(None).count_text
+    whole = log_text(sections)
+    assert bounded_log(sections, count(whole), count) == (whole, 0)
+    only_b = log_text(sections[1:])
+    text, hidden = bounded_log(sections, count(only_b) + 25, count)
+    assert count(text) <= count(only_b) + 25
+    assert text.endswith(only_b) and "* a9" in text and "* a0" not in text
+    assert hidden == 20 - text.count("* ")
+    text, hidden = bounded_log(sections, count(only_b) - 10, count)
+    assert "* b9" in text and "* b0" not in text and '<thread id="a">' not in text
+    assert hidden == 20 - text.count("* ")

@@ -12,14 +12,16 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from langchain_om import Extractor, OMConfigError
 from langchain_om.display import render_html, render_text
 from langchain_om.events import OMEvent
+from langchain_om.extractors import WorkingMemoryExtractor
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
-from tests.helpers import make_memory
+from tests.helpers import build_agent, build_graph, make_memory
 
 
 class Profile(BaseModel):
@@ -267,3 +269,114 @@ def test_the_values_show_in_the_text_and_html_views() -> None:
     text = render_text(snap)
     assert 'extracted profile: {"name": "Maya", "city": null, "allergies": []}' in text
     assert "&quot;name&quot;: &quot;Maya&quot;" in render_html(snap)
+
+
+# -- dynamic instructions and schemas: the run context ---------------------------------------
+
+
+def context_recorder(seen: list[dict[str, Any]], text: str) -> Any:
+    def instructions(ctx: Mapping[str, Any]) -> str:
+        seen.append(dict(ctx))
+        return text
+
+    return instructions
+
+
+def by_tenant(ctx: Mapping[str, Any]) -> Any:
+    """A per-run schema: the tenant in the request's configurable picks it."""
+    return Tasks if ctx["configurable"].get("tenant") == "todo-app" else Profile
+
+
+def test_dynamic_instructions_and_schema_get_the_agent_run_context() -> None:
+    seen: list[dict[str, Any]] = []
+    text_seen: list[dict[str, Any]] = []
+    model = observer_and_extractor(Profile=fill_profile, Tasks=fill_tasks)
+    extract = [
+        Extractor("Value", context_recorder(seen, "The value."), schema=by_tenant),
+        Extractor("Mood", context_recorder(text_seen, "The user's mood.")),
+    ]
+    memory = make_memory(
+        model=model,
+        observation={"message_tokens": 400, "buffer_tokens": False, "extract": extract},
+    )
+    actor = FunctionChatModel(function=lambda m, i: "Noted.", model_name="gpt-5")
+    agent = build_agent(memory, actor, tools=[])
+    config: RunnableConfig = {
+        "configurable": {"thread_id": "t", "resource_id": "u", "tenant": "todo-app"}
+    }
+    for i in range(12):
+        agent.invoke({"messages": [HumanMessage(f"Remind me to pack{i}. " * 20)]}, config)
+    assert seen and text_seen, "both extractors ran"
+    for ctx in (seen[-1], text_seen[-1]):
+        assert ctx["memory"] is memory
+        assert ctx["configurable"]["tenant"] == "todo-app"
+        assert ctx["configurable"]["thread_id"] == "t"
+        assert not any(str(k).startswith("__") for k in ctx["configurable"])
+        assert (ctx["thread_id"], ctx["resource_id"], ctx["source"]) == ("t", "u", "observation")
+        assert ctx["actor_model"] and "gpt-5" in ctx["actor_model"]
+    assert len(seen) >= 2, "observed more than once"
+    assert seen[-1]["previous"] is not None, "the schema extractor sees its previous value"
+    calls = [c.structured_output.name for c in model.calls if c.structured_output is not None]
+    assert calls and set(calls) == {"Tasks"}, "the configurable picked the schema"
+    record = agent.get_state(config).values["om_record"]
+    assert record["extracted"]["value"]["open"][0] == "pack0"
+
+
+def test_graph_nodes_pass_the_run_configurable_to_hooks_and_extractors() -> None:
+    seen: list[dict[str, Any]] = []
+    hooked: list[dict[str, Any]] = []
+
+    def keep(messages: list[BaseMessage], ctx: Mapping[str, Any]) -> list[BaseMessage]:
+        hooked.append(dict(ctx))
+        return messages
+
+    extract = [Extractor("Mood", context_recorder(seen, "The user's mood."))]
+    memory = make_memory(
+        observation={"message_tokens": 400, "buffer_tokens": False, "extract": extract},
+        hooks={"before_observation": keep},
+    )
+    graph = build_graph(memory, FunctionChatModel(function=lambda m, i: "Noted."))
+    config: RunnableConfig = {"configurable": {"thread_id": "g", "tenant": "acme"}}
+    for i in range(8):
+        graph.invoke({"messages": [HumanMessage(f"Turn {i}: " + "more detail " * 30)]}, config)
+    assert seen and hooked
+    for ctx in (seen[-1], hooked[-1]):
+        assert ctx["memory"] is memory and ctx["configurable"]["tenant"] == "acme"
+
+
+def test_standalone_calls_get_the_memory_and_an_empty_configurable() -> None:
+    seen: list[dict[str, Any]] = []
+    model = observer_and_extractor(Profile=fill_profile)
+    extract = [Extractor("Profile", context_recorder(seen, "Profile."), schema=by_tenant)]
+    memory = make_memory(
+        model=model,
+        observation={"message_tokens": 2000, "buffer_tokens": False, "extract": extract},
+    )
+    snap = memory.observe(thread_id="t", messages=[HumanMessage("My name is Maya.")])
+    assert snap.record["extracted"]["profile"]["name"] == "Maya"
+    (ctx,) = seen
+    assert ctx["memory"] is memory and ctx["configurable"] == {}
+
+
+def test_a_schema_function_returning_no_schema_fails_that_extraction_only() -> None:
+    model = observer_and_extractor(Tasks=fill_tasks)
+    extract = [
+        Extractor("Broken", "x", schema=lambda ctx: {"type": "string"}),
+        Extractor("Tasks", "Open tasks.", schema=Tasks),
+    ]
+    memory = make_memory(
+        model=model,
+        observation={"message_tokens": 2000, "buffer_tokens": False, "extract": extract},
+    )
+    events: list[OMEvent] = []
+    memory.on_debug_event = events.append
+    snap = memory.observe(thread_id="t", messages=[HumanMessage("Remind me to call.")])
+    assert snap.record["groups"] and snap.record["extracted"]["tasks"] == {"open": ["call"]}
+    (end,) = [e for e in events if e.type == "data-om-observation-end"]
+    (failure,) = end.extraction_failures
+    assert failure["slug"] == "broken" and "returned no schema" in failure["error"]
+
+
+def test_the_working_memory_refuses_a_schema_function() -> None:
+    with pytest.raises(OMConfigError, match="not a function returning one"):
+        WorkingMemoryExtractor(schema=by_tenant)

@@ -347,6 +347,25 @@ def test_other_model_errors_still_fail_the_cycle() -> None:
             '{"current_task": "x", "observations": [{"text": "a"}',
             {"current_task": "x", "observations": [{"text": "a"}]},
         ),
+        ('{"observations": [{"text": "a"}, {"text": ', {"observations": [{"text": "a"}]}),
+        (  # SmolLM2 under the JSON grammar: a loop in `details` until the output limit
+            '{\n  "observations": [\n    {\n      "date": "2026-03-15",\n      "time": "2:20",'
+            '\n      "priority": "high",\n      "text": "Sourdough bread and almond croissants",'
+            '\n      "details": [\n        "I am going to make the most of my free time. I am '
+            "going to make the most of my free time. I",
+            {
+                "observations": [
+                    {
+                        "date": "2026-03-15",
+                        "time": "2:20",
+                        "priority": "high",
+                        "text": "Sourdough bread and almond croissants",
+                        "details": [],
+                    }
+                ]
+            },
+        ),
+        ('{"current_task": "say \\"hi', {}),
         ("[1, 2]", None),
         ("not json", None),
     ],

@@ -16,7 +16,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_om import ObservationalMemory, TokenCounter
 from langchain_om._core.callable_tokens import CallableTokenCounter, as_token_counter
 from langchain_om._core.media_tokens import estimate_image_tokens
-from langchain_om._core.tokens import CONVERSATION_OVERHEAD, MESSAGE_OVERHEAD
+from langchain_om._core.tokens import CONVERSATION_OVERHEAD, MESSAGE_OVERHEAD, read_cache_entry
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import OMConfigError
 from langchain_om.events import ObservationEndEvent, OMEvent, StatusEvent
@@ -201,7 +201,9 @@ def test_client_token_estimate_is_honoured_and_cached_as_client() -> None:
     message = HumanMessage(content=[block])
     counter = TokenCounter().for_model("anthropic/claude-sonnet-4-5")
     assert counter.count_message(message) == 12_345 + MESSAGE_OVERHEAD
-    (part,) = message.response_metadata["langchain_om"]["tok"]["parts"]
+    entry = read_cache_entry(message)
+    assert entry is not None
+    (part,) = entry["parts"]
     assert part == {"k": "client=12345", "n": 12_345, "s": "client"}
     image = {"type": "image", "url": "https://x.test/a.png", "extras": {"token_estimate": 7}}
     assert _tokens(counter, image) == 7

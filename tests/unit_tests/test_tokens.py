@@ -32,6 +32,7 @@ from langchain_om._core.tokens import (
     count_tokens,
     get_default_counter,
     heuristic_count,
+    read_cache_entry,
     reset_fallback_warning,
 )
 from langchain_om.errors import OMConfigError
@@ -70,8 +71,15 @@ def counter() -> TokenCounter:
 
 
 def _entry(message: BaseMessage) -> dict[str, Any]:
+    entry = read_cache_entry(message)
+    assert entry is not None
+    return entry
+
+
+def _stored(message: BaseMessage) -> list[Any]:
+    """The entry as stored: [tag, key, count, key, count, ...]."""
     entry = message.response_metadata["langchain_om"]["tok"]
-    assert isinstance(entry, dict)
+    assert isinstance(entry, list)
     return entry
 
 
@@ -100,7 +108,9 @@ def test_seeds_cache_from_scratch_and_counts_exactly(
         hashlib.sha256(cached.read_bytes()).hexdigest()
         == offline.ENCODING_FILES["o200k_base"].sha256
     )
-    assert [p.name for p in tmp_path.iterdir()] == [cached.name]  # no temp file left behind
+    ranks = offline.ranks_path("o200k_base", str(tmp_path))
+    # No temp file left behind: the BPE file and the ranks file built from it.
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([cached.name, ranks.name])
 
     # The 5 is right: these are the pieces, each a single entry of the BPE vocabulary.
     enc = tiktoken.registry.ENCODINGS["o200k_base"]
@@ -108,6 +118,44 @@ def test_seeds_cache_from_scratch_and_counts_exactly(
     assert pieces == ["Hello", ",", " observational", " memory", "!"]
     vocab = {line.split()[0] for line in cached.read_bytes().splitlines()}
     assert all(base64.b64encode(p.encode()) in vocab for p in pieces)
+
+
+def test_later_loads_build_the_encoding_from_the_ranks_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
+    reference = offline.load_encoding("o200k_base")  # the BPE file, then the ranks file
+    ranks = offline.ranks_path("o200k_base", str(tmp_path))
+    assert ranks.is_file()
+
+    def no_bpe_file(name: str) -> tiktoken.Encoding:
+        raise AssertionError(f"loaded {name} from its BPE file again")
+
+    monkeypatch.setattr(tiktoken, "get_encoding", no_bpe_file)
+    fast = offline.load_encoding("o200k_base")
+    assert fast._mergeable_ranks == reference._mergeable_ranks
+    assert fast._special_tokens == reference._special_tokens
+    for text in [HELLO, *PARAGRAPHS, "日本語のテキスト 🎉", "<|endoftext|> x"]:
+        assert fast.encode_ordinary(text) == reference.encode_ordinary(text)
+    # A corrupt or truncated ranks file is ignored (the BPE file is loaded) and rewritten.
+    monkeypatch.undo()
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    for damaged in (ranks.read_bytes()[:-10], b"not json\n", b""):
+        ranks.write_bytes(damaged)
+        again = offline.load_encoding("o200k_base")
+        assert again.encode_ordinary(HELLO) == reference.encode_ordinary(HELLO)
+        assert offline._read_ranks(ranks, "o200k_base", offline.ENCODING_FILES["o200k_base"].sha256)
+
+
+def test_an_unwritable_ranks_file_only_costs_speed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    offline.ranks_path("o200k_base", str(tmp_path)).mkdir(parents=True)  # a folder in its way
+    encoding = offline.load_encoding("o200k_base")
+    assert encoding.encode_ordinary(HELLO) == [13225, 11, 172525, 8197, 0]
+    assert "tokenizer_ranks_unwritable" in caplog.text
 
 
 def test_seed_cache_replaces_a_corrupt_file_atomically(tmp_path: Path) -> None:
@@ -379,22 +427,26 @@ def test_cache_survives_serialisation(counter: TokenCounter) -> None:
 def test_entry_from_other_version_or_source_is_recomputed(counter: TokenCounter) -> None:
     msg = HumanMessage(HELLO)
     counter.count_message(msg)
-    key = _entry(msg)["parts"][0]["k"]
+    tag, key, _ = _stored(msg)
+    assert tag == f"{CACHE_VERSION}:tiktoken:o200k_base"
     for stale in (
-        {"v": CACHE_VERSION + 1, "src": "tiktoken:o200k_base", "parts": [{"k": key, "n": 999}]},
-        {"v": CACHE_VERSION, "src": HEURISTIC_SOURCE, "parts": [{"k": key, "n": 999}]},
+        [f"{CACHE_VERSION + 1}:tiktoken:o200k_base", key, 999],
+        [f"{CACHE_VERSION}:{HEURISTIC_SOURCE}", key, 999],
+        # The dict form of entry version 2 (never released) is ignored too.
+        {"v": 2, "src": "tiktoken:o200k_base", "parts": [{"k": f"text:{key}", "n": 999}]},
     ):
         msg.response_metadata["langchain_om"]["tok"] = stale
         calls = counter.encode_calls
         assert counter.count_message(msg) == 5 + MESSAGE_OVERHEAD
         assert counter.encode_calls == calls + 1
+        assert _stored(msg) == [tag, key, 5]
         assert _entry(msg) == {
             "v": CACHE_VERSION,
             "src": "tiktoken:o200k_base",
-            "parts": [{"k": key, "n": 5}],
+            "parts": [{"k": f"text:{key}", "n": 5}],
         }
     # Same version, source and key: the cached number is trusted (that is the cache).
-    msg.response_metadata["langchain_om"]["tok"]["parts"][0]["n"] = 42
+    msg.response_metadata["langchain_om"]["tok"][2] = 42
     assert counter.count_message(msg) == 42 + MESSAGE_OVERHEAD
 
 
@@ -477,8 +529,11 @@ def test_switching_source_recomputes(counter: TokenCounter) -> None:
         ["a", "list"],
         None,
         {"tok": "garbage"},
-        {"tok": {"v": CACHE_VERSION, "src": "tiktoken:o200k_base", "parts": "nope"}},
-        {"tok": {"v": CACHE_VERSION, "src": "tiktoken:o200k_base", "parts": [1, None]}},
+        {"tok": []},
+        {"tok": [None]},
+        {"tok": [f"{CACHE_VERSION}:tiktoken:o200k_base"]},
+        {"tok": [f"{CACHE_VERSION}:tiktoken:o200k_base", 1, None]},
+        {"tok": [f"{CACHE_VERSION}:tiktoken:o200k_base", [1], 5, "x"]},
         {"tok": {"v": CACHE_VERSION, "src": "tiktoken:o200k_base", "parts": [{"k": 1}]}},
     ],
 )
@@ -492,8 +547,85 @@ def test_invalid_cached_numbers_are_recomputed(counter: TokenCounter) -> None:
     msg = HumanMessage(HELLO)
     counter.count_message(msg)
     for bad in (-3, True, 2.5, "7", None):
-        msg.response_metadata["langchain_om"]["tok"]["parts"][0]["n"] = bad
+        msg.response_metadata["langchain_om"]["tok"][2] = bad
         assert counter.count_message(msg) == 5 + MESSAGE_OVERHEAD
+
+
+def _conversation() -> list[BaseMessage]:
+    call = {"name": "search", "args": {"q": "memory"}, "id": "c1", "type": "tool_call"}
+    return [
+        HumanMessage(PARAGRAPHS[0], id="h1"),
+        AIMessage(HELLO, tool_calls=[call], id="a1"),  # tool calls: not memoised
+        ToolMessage(PARAGRAPHS[1], tool_call_id="c1", id="t1"),
+        AIMessage(PARAGRAPHS[2], id="a2"),
+        HumanMessage([{"type": "text", "text": HELLO}], id="h2"),  # blocks: not memoised
+    ]
+
+
+def test_reloaded_copies_are_answered_by_the_process_memo(counter: TokenCounter) -> None:
+    messages = _conversation()
+    total = counter.count_messages(messages)
+    assert total == CONVERSATION_OVERHEAD + sum(counter.count_message(m) for m in messages)
+    calls = counter.encode_calls
+    reloaded = [type(m).model_validate_json(m.model_dump_json()) for m in messages]
+    for i in (0, 2, 3):  # text messages without cache entries: only the memo can answer
+        del reloaded[i].response_metadata["langchain_om"]
+    assert counter.count_messages(reloaded) == total
+    assert counter.encode_calls == calls
+    # A process that never counted them (an empty memo) reads the cache entries instead.
+    tokens.clear_text_memo()
+    reloaded = [type(m).model_validate_json(m.model_dump_json()) for m in messages]
+    assert counter.count_messages(reloaded) == total
+    assert counter.encode_calls == calls
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda m: setattr(m[0], "content", PARAGRAPHS[3]),
+        # Same length and ends (the fingerprint of the cache entries cannot tell):
+        lambda m: setattr(m[0], "content", PARAGRAPHS[0].replace("Observer", "Qx7#zK!p")),
+        lambda m: m[1].tool_calls[0]["args"].update(q="a much longer query than before"),
+        lambda m: setattr(m[2], "tool_call_id", "call_with_a_longer_id_0123456789"),
+        lambda m: setattr(m[3], "name", "planner"),
+    ],
+    ids=["text", "same-length-text", "tool-call-args", "tool-call-id", "name"],
+)
+def test_the_memo_never_answers_for_a_changed_message(
+    counter: TokenCounter, change: Callable[[list[BaseMessage]], None]
+) -> None:
+    before = counter.count_messages(_conversation())
+    # Same ids, something changed, no cache entries: the memo must not answer.
+    messages = _conversation()
+    change(messages)
+    expected = CONVERSATION_OVERHEAD + sum(
+        TokenCounter().count_message(copy.deepcopy(m)) for m in messages
+    )
+    assert expected != before
+    assert counter.count_messages(messages) == expected
+
+
+def test_the_memo_notices_tool_calls_edited_in_place(counter: TokenCounter) -> None:
+    messages = _conversation()
+    before = counter.count_messages(messages)
+    ai = messages[1]
+    assert isinstance(ai, AIMessage)
+    ai.tool_calls[0]["args"]["q"] = "a much longer query than before, edited in place"
+    after = counter.count_messages(messages)
+    assert after > before
+    assert after == CONVERSATION_OVERHEAD + sum(
+        TokenCounter().count_message(copy.deepcopy(m)) for m in messages
+    )
+
+
+def test_the_memo_is_bounded(counter: TokenCounter, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tokens, "MEMO_MAX_ENTRIES", 5)
+    tokens.clear_text_memo()
+    messages = [HumanMessage(PARAGRAPHS[i % 4], id=f"m{i}") for i in range(12)]
+    total = counter.count_messages(messages)
+    memo = tokens._TEXT_MEMOS[f"{CACHE_VERSION}:tiktoken:o200k_base"]
+    assert 0 < len(memo.entries) <= 5
+    assert counter.count_messages(messages) == total
 
 
 def test_non_dict_response_metadata_counts_without_cache(counter: TokenCounter) -> None:
@@ -662,3 +794,17 @@ def test_text_with_a_lone_surrogate_is_counted_and_cached() -> None:
     calls = counter.encode_calls
     assert counter.count_message(message) == first
     assert counter.encode_calls == calls  # the key was computed again, without an error
+
+
+def test_prefetch_loads_in_the_background_and_counts_the_same(
+    fake_loader: Callable[..., FakeLoader], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loader = fake_loader(delay=0.2)
+    monkeypatch.setattr(tokens, "_PREFETCHING", set())
+    c = TokenCounter()
+    c.prefetch()
+    c.prefetch()  # already loading: no second thread
+    assert c.count_text("a b c") == TokenCounter().count_text("a b c")
+    assert loader.calls == 1
+    TokenCounter(source="heuristic").prefetch()  # never loads
+    assert loader.calls == 1

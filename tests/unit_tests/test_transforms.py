@@ -181,6 +181,26 @@ def test_buffered_chunks_are_redacted_and_so_is_their_archive() -> None:
     assert all("@example.com" not in m.text for m in archived(memory, "t"))
 
 
+def test_every_hook_call_gets_the_memory_and_the_configurable() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def redact(batch: Sequence[BaseMessage], ctx: Mapping[str, Any]) -> list[BaseMessage]:
+        seen.append(dict(ctx))
+        return redact_messages(batch, ctx)
+
+    memory = make_memory(
+        observation={"message_tokens": 300, "buffer_tokens": 0.2},
+        hooks={"before_observation": redact, "archive_transformed": True},
+        background="manual",
+    )
+    for i in range(12):
+        memory.add_messages("t", messages(1, start=i))
+        memory.run_background()
+    operations = {ctx["operation"] for ctx in seen}
+    assert {"observation", "activation"} <= operations, operations
+    assert all(ctx["memory"] is memory and ctx["configurable"] == {} for ctx in seen)
+
+
 def test_archive_transformed_needs_a_before_observation_hook() -> None:
     with pytest.raises(OMConfigError, match="before_observation") as info:
         make_memory(hooks={"archive_transformed": True})

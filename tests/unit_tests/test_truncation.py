@@ -235,3 +235,24 @@ def test_cut_to_tokens() -> None:
 )
 def test_is_important(line: str, important: bool) -> None:
     assert is_important(line) is important
+
+
+def test_counting_is_memoised_per_log_and_per_line() -> None:
+    calls: list[str] = []
+
+    def count(text: str) -> int:
+        calls.append(text)
+        return count_tokens(text)
+
+    lines = [
+        f"* {'🔴' if i % 3 == 0 else '🟡'} (09:{i % 60:02d}) fact number {i}" for i in range(80)
+    ]
+    log = "Date: Jan 2, 2026\n" + "\n".join(lines)
+    first = truncate_observations(log, 200, count)
+    assert truncate_observations(log, 200, count) is first  # the same log: cut once
+    grown = log + "\n* 🔴 (10:00) one more fact"
+    calls.clear()
+    view = truncate_observations(grown, 200, count)
+    # Only the new line is counted alone; the rest are whole-view checks.
+    assert [c for c in calls if c.startswith("\n* ")] == ["\n* 🔴 (10:00) one more fact"]
+    assert count_tokens(view.text) <= 200 and view.text.endswith("one more fact")
