@@ -200,11 +200,20 @@ def render_memory(
         recall_instructions,
         preamble,
         working_memory,
+        max_observation_tokens,
+        count,
     )
     context = _RENDERED.get(key)
     if context is None:
         context = _render(
-            record, today, retrieval, recall_instructions, show_ranges, preamble, working_memory
+            record,
+            today,
+            retrieval,
+            recall_instructions,
+            show_ranges,
+            preamble,
+            working_memory,
+            (max_observation_tokens, count),
         )
         if len(_RENDERED) >= _RENDERED_MAX:
             _RENDERED.clear()
@@ -224,7 +233,9 @@ def _render(
     show_ranges: bool | None,
     preamble: str | None,
     working_memory: str | None,
+    bound: tuple[int | None, Callable[[str], int] | None] = (None, None),
 ) -> MemoryContext:
+    max_observation_tokens, count = bound
     groups = record["groups"]
     hidden = 0
     if max_observation_tokens is not None:
