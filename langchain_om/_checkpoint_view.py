@@ -29,7 +29,7 @@ from langchain_om._core.record import coerce_record
 from langchain_om._core.sanitize import has_unstorable
 from langchain_om._core.types import OMRecord
 from langchain_om._plans.effects import run_async, run_sync
-from langchain_om._plans.graph_state import OM_STATE_KEY, split_messages
+from langchain_om._plans.graph_state import OM_STATE_KEY, split_messages, state_record
 
 __all__ = [
     "GraphThread",
@@ -133,7 +133,7 @@ def _graph_thread(found: CheckpointTuple | None) -> GraphThread | None:
     return GraphThread(
         checkpoint_id=str(configurable.get("checkpoint_id") or found.checkpoint.get("id")),
         checkpoint_ns=str(configurable.get("checkpoint_ns") or ""),
-        record=coerce_record(values.get(OM_STATE_KEY)),
+        record=coerce_record(state_record(values)),
         window=split_messages(messages).window,
     )
 

@@ -40,13 +40,13 @@ from langgraph.graph.message import add_messages
 
 from langchain_om._graph_commands import route_commands_through
 from langchain_om._plans.graph_state import (
-    OM_STATE_KEY,
     WindowSplit,
     memory_message_id,
     merge_memory,
     run_configurable,
     run_ids,
     split_messages,
+    state_record,
     state_update,
     step_number,
 )
@@ -66,6 +66,7 @@ class ObservationalMemoryGraphState(TypedDict):
 
     messages: Annotated[list[AnyMessage], add_messages]
     om_record: NotRequired[dict[str, Any]]
+    om_activity: NotRequired[dict[str, Any]]
 
 
 def _writer() -> Any:
@@ -115,7 +116,9 @@ class _Nodes:
             memory_message = context.to_system_message()
             memory_message.id = memory_message_id(split)
         messages = state.get("messages", [])
-        return state_update(outcome, messages, memory=memory_message, current_memory=split.memory)
+        return state_update(
+            outcome, messages, memory=memory_message, current_memory=split.memory, state=state
+        )
 
     def _args(
         self, state: dict[str, Any], config: RunnableConfig
@@ -125,7 +128,7 @@ class _Nodes:
         return split, {
             "thread_id": thread_id,
             "resource_id": resource_id,
-            "record": state.get(OM_STATE_KEY),
+            "record": state_record(state),
             "window": split.window,
             "step_number": step_number(split.window),
             "emit": _emitter(),
@@ -152,7 +155,7 @@ class _Nodes:
     # -- routers --------------------------------------------------------------------------
 
     def route_gate(self, state: dict[str, Any], config: RunnableConfig) -> str:
-        record = state.get(OM_STATE_KEY)
+        record = state_record(state)
         split = split_messages(state.get("messages", []))
         actor = self._actor(config)
         if self.memory.should_observe(record, split.window, actor_model=actor):
@@ -162,7 +165,7 @@ class _Nodes:
         return self.before
 
     def route_observed(self, state: dict[str, Any], config: RunnableConfig) -> str:
-        record = state.get(OM_STATE_KEY)
+        record = state_record(state)
         reflect = self.memory.should_reflect(record, actor_model=self._actor(config))
         return REFLECT if reflect else self.before
 

@@ -15,7 +15,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, NotRequired
 
@@ -27,16 +27,19 @@ from langchain.agents.middleware.types import (
 )
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import SystemMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from langchain_om._plans.graph_state import (
+    OM_ACTIVITY_KEY,
     OM_STATE_KEY,
+    record_update,
     run_configurable,
     run_ids,
     split_messages,
+    state_record,
     state_update,
     step_number,
 )
@@ -67,6 +70,7 @@ class ObservationalMemoryState(AgentState[Any]):
     """Agent state with the OM record (JSON-native, private to the middleware)."""
 
     om_record: NotRequired[Annotated[dict[str, Any], PrivateStateAttr]]
+    om_activity: NotRequired[Annotated[dict[str, Any], PrivateStateAttr]]
 
 
 class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, Any]):
@@ -128,7 +132,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         return {
             "thread_id": thread_id,
             "resource_id": resource_id,
-            "record": state.get(OM_STATE_KEY),
+            "record": state_record(state),
             "window": split.window,
             "step_number": step_number(split.window),
             "emit": emit,
@@ -144,7 +148,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         args = self._step_args(dict(state), runtime)
         if self._defer(args):
             return None
-        return self._update(state["messages"], self.memory.step(**args))
+        return self._update(state, self.memory.step(**args))
 
     def _defer(self, args: dict[str, Any]) -> bool:
         """Fractional thresholds need the agent's model: before its first call, step later."""
@@ -160,16 +164,16 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         args = self._step_args(dict(state), runtime)
         if self._defer(args):
             return None
-        return self._update(state["messages"], await self.memory.astep(**args))
+        return self._update(state, await self.memory.astep(**args))
 
     @staticmethod
-    def _update(messages: Sequence[BaseMessage], outcome: TurnOutcome) -> dict[str, Any]:
-        """The state update for ``outcome`` (removals, restamps, record; order if reordered)."""
-        return state_update(outcome, messages)
+    def _update(state: Mapping[str, Any], outcome: TurnOutcome) -> dict[str, Any]:
+        """The state update for ``outcome`` (removals, restamps, changed record keys; order)."""
+        return state_update(outcome, state["messages"], state=state)
 
     def _with_memory(self, request: ModelRequest, record: Any = None) -> ModelRequest:
         if record is None:
-            record = request.state.get(OM_STATE_KEY)
+            record = state_record(request.state)
         context = self.memory.render(record)
         if not context.blocks:
             return request
@@ -199,7 +203,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             if args["thread_id"] in self._deferred:
                 self._deferred.discard(args["thread_id"])
                 return request, _ActorStep(args, request.model)
-        record = state.get(OM_STATE_KEY)
+        record = state_record(state)
         if not isinstance(record, dict) or record.get("last_actor_model") == actor:
             return request, None
         cfg = self.memory.config
@@ -213,7 +217,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             del args["actor_model"]  # passed as the step's actor
             return request, _ActorStep(args, actor)
         updated = {**record, "last_actor_model": actor}
-        return request, {OM_STATE_KEY: updated}
+        return request, record_update(updated, state)
 
     def _respond(
         self,
@@ -222,10 +226,10 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         outcome: TurnOutcome | None,
     ) -> tuple[ModelRequest, Command[Any] | None]:
         if outcome is not None:
-            new_update = self._update(request.state["messages"], outcome)
+            new_update = self._update(request.state, outcome)
             window = [m for m in request.messages if m.id not in set(outcome.removed_ids)]
             new_request = request.override(messages=window)
-            record = new_update[OM_STATE_KEY]
+            record = dict(outcome.record)
             return self._with_memory(new_request, record), Command(update=new_update)
         if update is None:
             return self._with_memory(request), None
@@ -238,7 +242,8 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         """The step that frees context after the model call overflowed (state as sent)."""
         state = dict(request.state)
         if command is not None and isinstance(command.update, dict):
-            state[OM_STATE_KEY] = command.update.get(OM_STATE_KEY, state.get(OM_STATE_KEY))
+            for key in (OM_STATE_KEY, OM_ACTIVITY_KEY):
+                state[key] = command.update.get(key, state.get(key))
         args = self._step_args(state, request.runtime)
         if outcome is not None:
             args["window"] = outcome.window

@@ -35,7 +35,7 @@ from langchain_om._core.recall import json_text
 from langchain_om._core.record import coerce_record
 from langchain_om._core.tokens import TokenCounter
 from langchain_om._plans.effects import Executor, ModelCall, Plan, run_async, run_sync
-from langchain_om._plans.graph_state import run_ids, split_messages
+from langchain_om._plans.graph_state import run_ids, split_messages, state_record
 from langchain_om._plans.recall import (
     Caller,
     RecallInput,
@@ -93,7 +93,7 @@ def _caller(
     run_thread, run_resource = run_ids(dict(config or {}), _runtime())
     thread_id = bound_thread or nonempty_str(run_thread)
     resource_id = bound_resource or nonempty_str(run_resource)
-    record = state.get("om_record") if isinstance(state, Mapping) else None
+    record = state_record(state) if isinstance(state, Mapping) else None
     record = record if isinstance(record, Mapping) else None
     window: list[BaseMessage] | None = None
     if isinstance(state, Mapping) and isinstance(state.get("messages"), list):
@@ -353,7 +353,7 @@ def create_memory_tool(memory: WorkingMemoryOwner) -> BaseTool:
     ) -> Any:
         answer, new = _memory_edit(
             memory,
-            state.get("om_record"),
+            state_record(state),
             action=action,
             query=query,
             line_id=line_id,

@@ -5,7 +5,7 @@ Shared by the graph nodes and the ``create_agent`` middleware.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,51 @@ from langchain_om._plans.types import TurnOutcome
 
 OM_STATE_KEY = "om_record"
 """Graph-state key holding the JSON-native OM record."""
+
+OM_ACTIVITY_KEY = "om_activity"
+"""Graph-state key holding the record's per-step stamps (small; written when they change)."""
+
+ACTIVITY_FIELDS = ("last_activity_at",)
+"""Record fields that change at nearly every step: kept under ``OM_ACTIVITY_KEY`` too, so a
+step that changes nothing else does not rewrite the whole record into the checkpoint."""
+
+
+def state_record(state: Mapping[str, Any]) -> Any:
+    """The OM record of a graph state: ``om_record`` with the newer stamps of ``om_activity``.
+
+    ``om_record`` holds the whole record as of the last step that changed more than the
+    stamps (its stamps may be older); states written before ``om_activity`` existed have the
+    record alone.
+    """
+    record = state.get(OM_STATE_KEY)
+    activity = state.get(OM_ACTIVITY_KEY)
+    if isinstance(record, dict) and isinstance(activity, dict) and activity:
+        return {**record, **activity}
+    return record
+
+
+def record_update(record: Mapping[str, Any], state: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The state keys to write for ``record``: only those whose content changed.
+
+    With ``state`` unknown (``None``) both are written.
+    """
+    activity = {k: record[k] for k in ACTIVITY_FIELDS if k in record}
+    update: dict[str, Any] = {}
+    current = state.get(OM_STATE_KEY) if state is not None else None
+    if not isinstance(current, dict) or not _same_body(current, record):
+        update[OM_STATE_KEY] = dict(record)
+    if state is None or state.get(OM_ACTIVITY_KEY) != activity:
+        update[OM_ACTIVITY_KEY] = activity
+    return update
+
+
+def _same_body(current: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
+    """``current`` and ``record`` agree on every field but the stamps."""
+    keys = (current.keys() | record.keys()) - set(ACTIVITY_FIELDS)
+    return all(current.get(k, _MISSING) == record.get(k, _MISSING) for k in keys)
+
+
+_MISSING = object()
 
 MEMORY_MESSAGE_ID = "langchain_om:memory"
 """Id of the memory system message kept at the front of ``messages`` by the graph nodes."""
@@ -123,6 +168,7 @@ def state_update(
     *,
     memory: BaseMessage | None = None,
     current_memory: BaseMessage | None = None,
+    state: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The state update for a turn: removals, restamped messages, the memory message, the record.
 
@@ -131,9 +177,10 @@ def state_update(
     in state (the graph nodes keep one; ``current_memory`` is the one there now); it is added
     or replaced when its content changed. When OM inserted messages (a time-gap reminder) or
     the first memory message arrives, ``messages`` is rewritten in order: the leading system
-    messages, the memory message, the window.
+    messages, the memory message, the window. With the current ``state``, the record keys are
+    written only when they changed (see :func:`record_update`).
     """
-    update: dict[str, Any] = {OM_STATE_KEY: dict(outcome.record)}
+    update = record_update(outcome.record, state)
     if outcome.inserted or (memory is not None and current_memory is None):
         split = split_messages(messages)
         keep = [memory] if memory is not None else [m for m in (split.memory,) if m is not None]

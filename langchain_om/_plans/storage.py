@@ -117,12 +117,17 @@ MAX_CHUNKS = 10_000
 """Most buffered chunks read for a thread."""
 
 
-def buffered_read_ops(thread_id: str) -> list[Op]:
-    """Ops reading a thread's buffered chunks and its buffered reflection, in that order."""
-    return [
-        SearchOp(buffer_ns(thread_id), limit=MAX_CHUNKS),
-        GetOp(reflection_ns(thread_id), "current"),
-    ]
+def buffered_read_ops(thread_id: str, window_ids: Sequence[str | None]) -> list[Op]:
+    """Ops reading a thread's buffered chunks and its buffered reflection, reflection last.
+
+    A chunk is keyed by the id of its first message, and only a chunk starting in the window
+    can be part of the window's chain or be recognised as stale, so the chunks are read by
+    those known keys (one ``GetOp`` per window message; missing keys read as ``None``) rather
+    than by a namespace search, whose cost grows with the number of threads on some stores.
+    """
+    ns = buffer_ns(thread_id)
+    keys = list(dict.fromkeys(str(i) for i in window_ids if i))[:MAX_CHUNKS]
+    return [*(GetOp(ns, key) for key in keys), GetOp(reflection_ns(thread_id), "current")]
 
 
 def chunk_put_op(thread_id: str, chunk: dict[str, Any]) -> PutOp:

@@ -99,8 +99,9 @@ def _load_buffered(
 ) -> Plan[tuple[list[Mapping[str, Any]], Mapping[str, Any] | None]]:
     """Read stored chunks and reflection; drop the ones that no longer apply."""
     thread_id = record["thread_id"]
-    items, ref_item = yield StoreBatch(buffered_read_ops(thread_id))
-    chain, stale = chunk_chain([m.id for m in window], [i.value for i in items])
+    window_ids = [m.id for m in window]
+    *items, ref_item = yield StoreBatch(buffered_read_ops(thread_id, window_ids))
+    chain, stale = chunk_chain(window_ids, [i.value for i in items if i is not None])
     ops: list[Any] = chunk_delete_ops(thread_id, stale)
     reflection = ref_item.value if ref_item is not None else None
     if reflection is not None and not reflection_is_valid(record, reflection):

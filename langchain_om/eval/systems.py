@@ -43,6 +43,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 
 from langchain_om._core.tokens import TokenCounter
 from langchain_om._core.types import OM_META_KEY
+from langchain_om._plans.graph_state import state_record
 from langchain_om.engine import ObservationalMemory
 from langchain_om.eval.data import Conversation, Turn
 from langchain_om.eval.models import Meter, MeteredChatModel, ReplayModel
@@ -238,7 +239,7 @@ def _om(conv: Conversation, settings: SystemSettings, progress: _Progress) -> In
             progress(conv.turns.index(step.reply) + 1, len(conv.turns))
         state = runnable.get_state(thread).values
         window = [m for m in state.get("messages", []) if m.type != "system"]
-        record = state.get("om_record")
+        record = state_record(state)
         if conv.turns:
             # The question arrives: memory takes the step the agent's next model call would.
             clock.now = conv.turns[-1].timestamp

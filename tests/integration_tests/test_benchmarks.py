@@ -223,3 +223,24 @@ def test_resource_batches_benchmark_writes_its_table(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     table = (tmp_path / "resource_batches.md").read_text(encoding="utf-8")
     assert "| sync (worker threads) | 3 |" in table and "| async (tasks) | 3 |" in table
+
+
+def test_threads_benchmark_reports_every_store_and_size(tmp_path: Path) -> None:
+    out = tmp_path / "threads.md"
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "threads.py"), "--smoke", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    assert [(r["store"], r["threads"]) for r in rows] == [
+        ("InMemoryStore", 10),
+        ("InMemoryStore", 50),
+        ("SQLite", 10),
+        ("SQLite", 50),
+    ]
+    assert all(r["turn_ms"] > 0 and r["items_per_thread"] > 0 for r in rows)
+    assert out.read_text(encoding="utf-8").startswith("# Per-turn cost against the number")

@@ -14,6 +14,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 
 from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
+from langchain_om._plans.graph_state import state_record
 from langchain_om.errors import OMConfigError
 from langchain_om.locks import PostgresThreadLock
 from langchain_om.testing import FunctionChatModel, HashEmbeddings, memory_model
@@ -59,7 +60,7 @@ def test_from_postgres_runs_sync_and_async_and_a_new_process_resumes(url: str) -
             await memory.await_background()
 
         asyncio.run(more())
-        record = agent.get_state(cfg).values["om_record"]
+        record = state_record(agent.get_state(cfg).values)  # om_record + its newest stamp
         assert record["observed_message_count"] > 0
         stored = memory.archived_messages(cfg["configurable"]["thread_id"])
         assert len(stored) == record["observed_message_count"]

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.store.base import GetOp, Op, Result, SearchOp
+from langgraph.store.memory import InMemoryStore
 
 from langchain_om import ObservationalMemory
 from langchain_om._core.thresholds import choose_activation, chunk_chain, should_buffer
@@ -281,3 +284,39 @@ def test_two_writers_on_one_thread_lose_nothing() -> None:
     for k in (0, 1):
         assert [i for i in everything if i.startswith(f"w{k}-")] == sent[k]
     memory.close()
+
+
+# -- reads by known keys -----------------------------------------------------------------
+
+
+class _OpLog(InMemoryStore):
+    """An in-memory store that records the ops of every batch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[Op] = []
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        self.ops.extend(ops)
+        return super().batch(ops)
+
+
+def test_turns_read_buffered_chunks_by_key_not_by_namespace_search() -> None:
+    store = _OpLog()
+    for n in range(20):  # other threads' chunks: never read by this thread's turns
+        ns = ("langchain_om", "buffer", f"other-{n}")
+        store.put(ns, "h0", {"message_ids": ["h0"], "text": "x", "tokens": 1})
+    memory = ObservationalMemory(
+        model=memory_model(),
+        observation={"message_tokens": 1_000, "buffer_tokens": 100},
+        store=store,
+        background="manual",
+    )
+    feed = Feeder(memory)
+    feed.turns(20)
+    assert feed.activations()  # chunks were buffered, found by key, and activated
+    searches = [op for op in store.ops if isinstance(op, SearchOp)]
+    assert not [op for op in searches if "buffer" in op.namespace_prefix]
+    reads = [op for op in store.ops if isinstance(op, GetOp) and "buffer" in op.namespace]
+    assert reads and {op.namespace[-1] for op in reads} == {"t"}

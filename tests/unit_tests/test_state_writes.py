@@ -1,0 +1,76 @@
+"""What memory writes into graph state per step: only the keys whose content changed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
+from langchain_om._plans.graph_state import (
+    OM_ACTIVITY_KEY,
+    OM_STATE_KEY,
+    record_update,
+    state_record,
+)
+from langchain_om.testing import ScriptedChatModel, memory_model
+
+RECORD: dict[str, Any] = {
+    "thread_id": "t",
+    "groups": [{"text": "* 🔴 (09:00) user likes tea"}],
+    "observation_tokens": 10,
+    "last_activity_at": "2026-01-01T09:00:00+00:00",
+}
+
+
+def test_a_stamp_only_change_writes_the_small_key_alone() -> None:
+    state = {OM_STATE_KEY: dict(RECORD), OM_ACTIVITY_KEY: {"last_activity_at": "x"}}
+    later = {**RECORD, "last_activity_at": "2026-01-01T09:05:00+00:00"}
+    update = record_update(later, state)
+    assert update == {OM_ACTIVITY_KEY: {"last_activity_at": later["last_activity_at"]}}
+    assert state_record({**state, **update}) == later
+    assert record_update(later, {**state, **update}) == {}  # nothing changed: nothing written
+
+
+def test_a_changed_record_is_written_whole_and_unknown_state_writes_both() -> None:
+    state = {OM_STATE_KEY: dict(RECORD), OM_ACTIVITY_KEY: {"last_activity_at": "x"}}
+    grown = {**RECORD, "observation_tokens": 20, "last_activity_at": "x"}
+    assert record_update(grown, state) == {OM_STATE_KEY: grown}
+    assert set(record_update(grown, None)) == {OM_STATE_KEY, OM_ACTIVITY_KEY}
+
+
+def test_a_state_from_before_the_activity_key_reads_as_its_record() -> None:
+    assert state_record({OM_STATE_KEY: RECORD}) == RECORD
+    assert state_record({}) is None
+
+
+def test_agent_turns_below_the_threshold_do_not_rewrite_the_record() -> None:
+    memory = ObservationalMemory(
+        model=memory_model(),
+        observation={"message_tokens": 100_000, "buffer_tokens": False},
+    )
+    saver = InMemorySaver()
+    agent = create_agent(
+        ScriptedChatModel(script=["ok"] * 5),
+        [],
+        middleware=[ObservationalMemoryMiddleware(memory)],
+        checkpointer=saver,
+        store=memory.store,
+    )
+    cfg: Any = {"configurable": {"thread_id": "t"}}
+    for i in range(5):
+        agent.invoke({"messages": [HumanMessage(f"hello {i}")]}, cfg)
+    writes = [
+        w for (thread, _, _), ws in saver.writes.items() if thread == "t" for w in ws.values()
+    ]
+    record_writes = [w for w in writes if w[1] == OM_STATE_KEY]
+    activity_writes = [w for w in writes if w[1] == OM_ACTIVITY_KEY]
+    # turn 1 creates it and its model call notes the actor model; later steps only stamp
+    assert len(record_writes) == 2
+    assert len(activity_writes) == 5
+    values = agent.get_state(cfg).values
+    assert values[OM_STATE_KEY]["thread_id"] == "t"
+    record = state_record(values)
+    assert record["last_activity_at"] == values[OM_ACTIVITY_KEY]["last_activity_at"]
