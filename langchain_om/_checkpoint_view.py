@@ -26,6 +26,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langchain_om._core.record import coerce_record
+from langchain_om._core.sanitize import has_unstorable
 from langchain_om._core.types import OMRecord
 from langchain_om._plans.effects import run_async, run_sync
 from langchain_om._plans.graph_state import OM_STATE_KEY, split_messages, state_record
@@ -68,14 +69,31 @@ class _Saver:
         self.saver = saver
 
     def execute(self, read: _Read) -> Any:
-        if read.kind == "get":
-            return self.saver.get_tuple(read.config)
-        return list(self.saver.list(read.config, limit=read.limit))
+        try:
+            if read.kind == "get":
+                return self.saver.get_tuple(read.config)
+            return list(self.saver.list(read.config, limit=read.limit))
+        except Exception as exc:
+            return _unheld(read, exc)
 
     async def aexecute(self, read: _Read) -> Any:
-        if read.kind == "get":
-            return await self.saver.aget_tuple(read.config)
-        return [t async for t in self.saver.alist(read.config, limit=read.limit)]
+        try:
+            if read.kind == "get":
+                return await self.saver.aget_tuple(read.config)
+            return [t async for t in self.saver.alist(read.config, limit=read.limit)]
+        except Exception as exc:
+            return _unheld(read, exc)
+
+
+def _unheld(read: _Read, exc: Exception) -> Any:
+    """No checkpoint for a thread id the checkpointer cannot hold (PostgreSQL: a NUL in it).
+
+    Any other failure is raised again.
+    """
+    thread_id = str((read.config.get("configurable") or {}).get("thread_id") or "")
+    if not has_unstorable(thread_id):
+        raise exc
+    return None if read.kind == "get" else []
 
 
 def _values(found: CheckpointTuple | None) -> dict[str, Any]:

@@ -64,7 +64,9 @@ class RoleModels:
         planned = plan_attempts(
             spec,
             context,
-            temperature=role.model_settings.temperature,
+            temperature=role.model_settings.temperature
+            if effect.temperature is None
+            else effect.temperature,
             max_output_tokens=role.model_settings.max_output_tokens,
             provider_options=role.provider_options,
             top_p=role.model_settings.top_p,

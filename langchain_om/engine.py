@@ -55,7 +55,7 @@ from langchain_om._run_store import load_tokenizer
 from langchain_om._spec_check import check_engine_args
 from langchain_om._store_index import EmbeddingsSpec, check_vector_store, default_store
 from langchain_om.config import ObservationalMemoryConfig
-from langchain_om.errors import OMUsageError
+from langchain_om.errors import OMConfigError, OMUsageError
 from langchain_om.events import OMEvent
 from langchain_om.extractors import check_extractors, observation_extractors
 from langchain_om.locks import LocalThreadLock, ThreadLock
@@ -429,6 +429,8 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
                 now=self._clock(),
                 retrieval=retrieval,
                 recall_instructions=instructions,
+                max_observation_tokens=self._shown_cap(rec),
+                count=self.counter.count_text,
                 preamble=self.config.preamble,
                 working_memory=working_memory_text(self._extractors, rec),
                 # resource scope's view of the shared log has no source ranges to show
@@ -441,6 +443,16 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
             # Resource-scope recall is useful from the first message: other threads exist.
             return MemoryContext(blocks=[instructions])
         return context
+
+    def _shown_cap(self, record: OMRecord) -> int | None:
+        """The most observation tokens the memory context shows: the reflection's block_after.
+
+        ``None`` when fractional thresholds cannot be resolved (no agent model known yet).
+        """
+        try:
+            return self._actor_env(None, record)[1].config.reflection.block_after_tokens
+        except OMConfigError:
+            return None
 
     def _recall_scope(self) -> str:
         retrieval = self.config.retrieval

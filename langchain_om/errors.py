@@ -82,11 +82,16 @@ class ModelTierExceededError(ObservationalMemoryError):
 
 
 class ObserverOutputError(ObservationalMemoryError):
-    """Raised when the Observer's output is unusable (e.g. degenerate repetition twice)."""
+    """Raised when the Observer's output is unusable twice (after one retry with a reminder).
 
-    def __init__(self, message: str, *, raw: str = "") -> None:
+    ``reason`` is the reason code of the rejection: ``empty``, ``unparseable``, ``echo``,
+    ``oversized`` or ``degenerate`` (``None`` when unknown).
+    """
+
+    def __init__(self, message: str, *, raw: str = "", reason: str | None = None) -> None:
         super().__init__(message)
         self.raw = raw
+        self.reason = reason
 
 
 class ReflectorOutputError(ObservationalMemoryError):
@@ -94,13 +99,22 @@ class ReflectorOutputError(ObservationalMemoryError):
 
     ``reason`` is the reason code of the last rejected attempt (``empty``, ``degenerate``,
     ``not-smaller``, ``too-small``, ``lost-dates``, ``lost-priorities``, ``lost-facts``), or
-    ``None`` when unknown.
+    ``None`` when unknown. ``retention`` is the best retention figure measured among the
+    attempts (``None`` when none was measured).
     """
 
-    def __init__(self, message: str, *, raw: str = "", reason: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        raw: str = "",
+        reason: str | None = None,
+        retention: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.raw = raw
         self.reason = reason
+        self.retention = retention
 
 
 class CycleFailedError(ObservationalMemoryError):

@@ -125,6 +125,8 @@ class _CycleEndEvent(_CycleEvent):
     observations: str
     extracted_values: dict[str, Any] = Field(default_factory=dict)
     extraction_failures: list[dict[str, str]] = Field(default_factory=list)
+    retention: float | None = None
+    """Reflections: the share of the log's key facts the new log kept (0-1)."""
 
 
 class _CycleFailedEvent(_CycleEvent):
@@ -135,6 +137,14 @@ class _CycleFailedEvent(_CycleEvent):
     tokens_attempted: int
     error: str
     observations: str = ""
+    reason: str | None = None
+    """Reason code: observations ``empty``, ``unparseable``, ``echo``, ``oversized``,
+    ``degenerate``, ``model-error``; reflections a retention reason (``not-smaller``,
+    ``too-small``, ``lost-dates``, ``lost-priorities``, ``lost-facts``, ``empty``,
+    ``degenerate``) or ``model-error``; ``backoff`` when failure_policy applied while backing
+    off after earlier failures."""
+    retention: float | None = None
+    """Reflections: the best retention figure among the rejected attempts (0-1)."""
 
 
 class ObservationStartEvent(_CycleStartEvent):

@@ -40,8 +40,8 @@ from langgraph.graph.message import add_messages
 
 from langchain_om._graph_commands import route_commands_through
 from langchain_om._plans.graph_state import (
-    MEMORY_MESSAGE_ID,
     WindowSplit,
+    memory_message_id,
     merge_memory,
     run_configurable,
     run_ids,
@@ -114,7 +114,7 @@ class _Nodes:
             memory_message = merge_memory(split.head[-1], context.blocks)
         elif context.blocks:
             memory_message = context.to_system_message()
-            memory_message.id = MEMORY_MESSAGE_ID
+            memory_message.id = memory_message_id(split)
         messages = state.get("messages", [])
         return state_update(
             outcome, messages, memory=memory_message, current_memory=split.memory, state=state

@@ -97,7 +97,9 @@ class ModelByInputTokens:
     """Chooses a model by the size of the Observer's or Reflector's input.
 
     Each key of ``up_to`` is an inclusive upper bound in tokens; the smallest tier that is at
-    least the input size wins. An input above the largest tier raises
+    least the input size wins. An Observer input above the largest tier is split across
+    calls that each fit it (a single huge message is cut in the middle for the Observer; the
+    archive keeps it whole); elsewhere such an input raises
     :class:`~langchain_om.errors.ModelTierExceededError` and the OM cycle aborts.
 
     Args:

@@ -28,6 +28,7 @@ from langgraph.prebuilt import InjectedState
 from langgraph.runtime import get_runtime
 from langgraph.store.base import BaseStore
 from langgraph.types import Command
+from pydantic import ValidationError
 
 from langchain_om._core.line_edits import edit_line, find_lines
 from langchain_om._core.recall import json_text
@@ -44,7 +45,7 @@ from langchain_om._plans.recall import (
 )
 from langchain_om._run_store import run_store
 from langchain_om.config import ObservationalMemoryConfig
-from langchain_om.errors import OMUsageError
+from langchain_om.errors import ObservationalMemoryError, OMUsageError
 
 
 class RecallMemory(Protocol):
@@ -194,11 +195,17 @@ def create_recall_tool(
         return recall_plan(settings, caller, args)
 
     def run(config: RunnableConfig, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        result = run_sync(plan_for(config, kwargs), executor())
+        try:
+            result = run_sync(plan_for(config, kwargs), executor())
+        except Exception as exc:  # the tool answers; it never raises into the agent
+            result = _error_result(exc)
         return json_text(result), result
 
     async def arun(config: RunnableConfig, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        result = await run_async(plan_for(config, kwargs), executor())
+        try:
+            result = await run_async(plan_for(config, kwargs), executor())
+        except Exception as exc:  # the tool answers; it never raises into the agent
+            result = _error_result(exc)
         return json_text(result), result
 
     return StructuredTool.from_function(
@@ -208,6 +215,35 @@ def create_recall_tool(
         description=TOOL_DESCRIPTION,
         args_schema=RecallInput,
         response_format="content_and_artifact",
+        handle_validation_error=_validation_message,
+    )
+
+
+def _error_result(exc: Exception) -> dict[str, Any]:
+    """The answer of a recall that failed: what went wrong and what to try instead."""
+    if isinstance(exc, ValidationError):
+        return {"error": _validation_message(exc)}
+    detail = exc.message if isinstance(exc, ObservationalMemoryError) else str(exc)
+    return {
+        "error": (
+            f"recall could not read the memory ({type(exc).__name__}: {detail[:300]}). "
+            'Try other arguments, e.g. mode="messages" with anchor="end", or mode="threads".'
+        )
+    }
+
+
+def _validation_message(exc: ValidationError | Exception) -> str:
+    """A clear error string for arguments the tool cannot take."""
+    if isinstance(exc, ValidationError):
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+            for e in exc.errors()[:5]
+        )
+    else:
+        problems = str(exc)[:300]
+    return (
+        f"Invalid recall arguments ({problems}). Pass mode='messages' (with cursor or anchor "
+        "'start'/'end'), mode='threads' or mode='search' with a query."
     )
 
 

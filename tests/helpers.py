@@ -186,6 +186,88 @@ def build_graph(memory: ObservationalMemory, actor: FunctionChatModel) -> Any:
     return builder.compile(checkpointer=memory.checkpointer, store=memory.store)
 
 
+# -- the lifecycle invariant (issue: memory never forgets silently) -----------------------------
+
+
+def visible_messages(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """Messages of a window that were sent (no system message, no time-gap reminder)."""
+    return [
+        m for m in messages if m.type != "system" and not (m.id or "").startswith("__temporal_gap_")
+    ]
+
+
+class LifecycleChecker:
+    """Checks, after every step, that memory lost, duplicated or reordered no message.
+
+    Feed it what each step sends (:meth:`sent`) and then the state after the step
+    (:meth:`check`): every message sent is in the window or the archive exactly once, in order;
+    a re-sent id still in the window replaces that message, any other re-sent id counts as a
+    new message (an edit observed again); messages the front door added during the step (the
+    agent's replies) may only follow what was sent. Only a message an accepted observation
+    group covers leaves the window; the memory context stays within ``limit`` tokens; the
+    cursor never moves back.
+
+    Args:
+        limit: the largest observation log allowed, in tokens.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.expected: list[str] = []
+        self.window_ids: set[str] = set()
+        self.cursor = 0
+        self.steps = 0
+
+    def sent(self, messages: list[BaseMessage]) -> None:
+        """Note the messages a step sends (before the step runs)."""
+        for m in messages:
+            assert m.id, "the lifecycle sends messages with ids"
+            if m.id not in self.window_ids:
+                self.expected.append(m.id)
+                self.window_ids.add(m.id)
+
+    def check(
+        self,
+        *,
+        archive: list[BaseMessage],
+        window: list[BaseMessage],
+        record: Any,
+        where: str,
+        shown: int | None = None,
+    ) -> None:
+        """Assert the invariants after a step (``where`` names the step in failures).
+
+        ``shown`` is the size of the observations the memory context shows the agent, in tokens.
+        """
+        self.steps += 1
+        window = visible_messages(window)
+        archive = visible_messages(archive)
+        actual = [m.id or "" for m in archive] + [m.id or "" for m in window]
+        head = actual[: len(self.expected)]
+        assert head == self.expected, (
+            f"{where}: messages lost, duplicated or reordered: {self.expected} -> {actual}"
+        )
+        added = actual[len(self.expected) :]
+        assert not set(added) & set(self.expected), f"{where}: an added message repeats an id"
+        self.expected = actual
+        self.window_ids = {m.id or "" for m in window}
+        observed = int(record["observed_message_count"]) if record else 0
+        assert observed == len(archive), f"{where}: archive and cursor disagree"
+        assert observed >= self.cursor, f"{where}: the cursor moved back"
+        self.cursor = observed
+        if archive:
+            ids = [m.id for m in archive]
+            last = {i: n for n, i in enumerate(ids)}
+            ends = [last.get(g["range"][1], -1) for g in record["groups"] if g.get("range")]
+            texts = [g for g in record["groups"] if g["text"].strip()]
+            assert texts and ends, f"{where}: messages left the window without observations"
+            assert max(ends) == len(archive) - 1, (
+                f"{where}: archived messages not covered by an accepted observation group"
+            )
+        if shown is not None:
+            assert shown <= self.limit, f"{where}: memory context {shown} > {self.limit} tokens"
+
+
 # -- semantic recall (shared by the in-memory, SQLite and PostgreSQL tests) ----------------------
 
 SEARCH_FACTS = [

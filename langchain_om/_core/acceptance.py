@@ -8,8 +8,9 @@ of content, that is not a copy of the prompt. :func:`judge_observation` checks, 
    ``Date:`` headers and whitespace (an empty ``<observations>`` block, headers only);
 2. ``degenerate``: the reply is a repetition loop (:mod:`.degenerate`);
 3. ``oversized``: the observations are larger than :func:`observation_limit` allows for the
-   batch: more than the batch itself, or more than :data:`OBSERVATION_CAP_FACTOR` times the
-   memory's ``observation_tokens`` (never below :data:`OVERSIZE_FLOOR_TOKENS`);
+   batch: more than :data:`INPUT_SHARE` times the batch, or more than
+   :data:`OBSERVATION_CAP_FACTOR` times the memory's ``observation_tokens`` (never below
+   :data:`OVERSIZE_FLOOR_TOKENS`);
 4. ``echo``: the reply reproduces the prompt's own instructions, template lines or section
    headings instead of observing (at least half of its lines, or every candidate line);
 5. ``unparseable``: the reply has text but no well-formed observation line (a refusal, an HTML
@@ -47,6 +48,7 @@ from langchain_om._core.structured import (
 __all__ = [
     "DEFAULT_INSTRUCTIONS",
     "ECHO_SHARE",
+    "INPUT_SHARE",
     "OBSERVATION_CAP_FACTOR",
     "OVERSIZE_FLOOR_TOKENS",
     "ObservationReason",
@@ -69,6 +71,10 @@ OVERSIZE_FLOOR_TOKENS = 256
 
 OBSERVATION_CAP_FACTOR = 2.0
 """One reply may hold at most this many times ``observation_tokens``."""
+
+INPUT_SHARE = 1.5
+"""Observations may hold at most this many times the batch's own tokens (terse messages get
+observation lines somewhat longer than themselves; a runaway reply is far larger)."""
 
 ECHO_SHARE = 0.5
 """A reply whose lines echo the prompt at least this often is an echo."""
@@ -105,11 +111,15 @@ class ObservationVerdict:
 def observation_limit(input_tokens: int, observation_tokens: int) -> int:
     """The largest plausible size of the observations of a batch of ``input_tokens`` tokens.
 
-    Observations compress what they observe, so they may not exceed the batch itself, nor
-    :data:`OBSERVATION_CAP_FACTOR` times ``observation_tokens`` (the size at which the whole
-    log is reflected); tiny batches may always get :data:`OVERSIZE_FLOOR_TOKENS`.
+    Observations compress what they observe, so they may not exceed :data:`INPUT_SHARE` times
+    the batch, nor :data:`OBSERVATION_CAP_FACTOR` times ``observation_tokens`` (the size at
+    which the whole log is reflected); tiny batches may always get
+    :data:`OVERSIZE_FLOOR_TOKENS`.
     """
-    cap = min(max(0, input_tokens), int(OBSERVATION_CAP_FACTOR * max(0, observation_tokens)))
+    cap = min(
+        int(INPUT_SHARE * max(0, input_tokens)),
+        int(OBSERVATION_CAP_FACTOR * max(0, observation_tokens)),
+    )
     return max(OVERSIZE_FLOOR_TOKENS, cap)
 
 

@@ -23,8 +23,9 @@ Repetition can be faithful: a conversation that polls a job sixty times is obser
 similar lines. Give the Observer's input as ``source`` and a repeated line is spared when the
 source holds at least half as many lines with the same content words. Without a source only
 the loop keys decide, so lines that differ by more than their time (a job id, an attempt
-count, a status) are never taken for a loop. Never pass the observation log as the source of a
-reflection: a loop already in the log must not excuse a Reflector that copies it.
+count, a status) are never taken for a loop; with a source, numbers are also masked (a loop
+that counts up on every line is caught) and the source decides. Never pass the observation log
+as the source of a reflection: a loop already in the log must not excuse a Reflector that copies it.
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ _BULLET = re.compile(
 _MARKS = re.compile("[🔴🟡🟢✅⚠❌\ufe0f]")
 _CLOCK = re.compile(r"\(?\b\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\.?)?\)?", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
+_DIGITS = re.compile(r"(?<![^\W\d_])\d+(?:[.,]\d+)*")
+"""Standalone numbers (not the digits of a token such as ``w123`` or ``h2o``)."""
 _WORD = re.compile(r"[^\W\d_]{3,}")
 _STOPWORDS = frozenset(
     "the and for that this with was were are has have had not but from they their them then "
@@ -142,6 +145,11 @@ def find_loop(text: str, *, source: str | None = None) -> Loop | None:
     found = _keyed_run(keys) or _dominant(keys)
     if found is None and len(text) >= MIN_CHARS:
         found = _whole_line_checks(raw_lines)
+    if found is None and source is not None:
+        # With a source to excuse faithful repetition, a number that changes on every line
+        # (``Item 1 was checked``, ``Item 2 was checked`` …) no longer hides a loop.
+        numbered = [_DIGITS.sub("#", key) for key in keys]
+        found = _keyed_run(numbered) or _dominant(numbered)
     if found is None or source is None or found.kind == "long-line":
         return found
     return None if _supported(found, source) else found

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from langchain_om._core.sanitize import sanitize_text
 from langchain_om._core.types import RECORD_VERSION, Hints, ObservationGroup, OMRecord
 from langchain_om.errors import OMUsageError
 
@@ -92,6 +93,8 @@ def check_owner(
     """
     if not found or resource_id is None or owner == resource_id:
         return
+    if owner is not None and owner == sanitize_text(resource_id):
+        return  # the stored id, with NUL or a lone surrogate replaced on the way into storage
     raise OMUsageError(
         f"Thread {thread_id!r} belongs to resource {owner!r}, not {resource_id!r}: a thread id "
         "is bound to the resource (user) that first wrote it, so users never read or delete "

@@ -417,7 +417,9 @@ class ReflectionLadder:
         """
         failed = self.failure()
         if failed is not None:
-            raise ReflectorOutputError(failed.message, raw=failed.raw, reason=failed.reason)
+            raise ReflectorOutputError(
+                failed.message, raw=failed.raw, reason=failed.reason, retention=failed.retention
+            )
         fitting = [a for a in self.attempts if a.verdict == "fits"]
         if fitting:
             chosen = fitting[0]

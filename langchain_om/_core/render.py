@@ -30,6 +30,7 @@ plan or wish ("will", "plans to", "looking forward to", …) for a date already 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -59,6 +60,8 @@ __all__ = [
     "RANGES_NOTE",
     "MemoryContext",
     "annotate_relative_time",
+    "bounded_groups",
+    "hidden_note",
     "render_memory",
 ]
 
@@ -151,6 +154,8 @@ def render_memory(
     recall_instructions: str | None = None,
     timezone: str | None = None,
     show_ranges: bool | None = None,
+    max_observation_tokens: int | None = None,
+    count: Callable[[str], int] | None = None,
     preamble: str | None = None,
     working_memory: str | None = None,
 ) -> MemoryContext:
@@ -164,6 +169,11 @@ def render_memory(
         timezone: IANA zone used to decide what "today" is; defaults to the record's zone
             (a naive ``now`` is UTC; an unknown zone counts as UTC).
         show_ranges: show ``## Group`` headings with ``_range`` (defaults to ``retrieval``).
+        max_observation_tokens: the most observation tokens shown (the reflection's
+            ``block_after``); a log above it while its reflection keeps failing is shown from
+            its newest groups (:func:`bounded_groups`), the stored log stays whole.
+        count: token counter for ``max_observation_tokens`` (without one, the groups' stored
+            ``tokens``).
         preamble: a custom preamble template (see :mod:`langchain_om._core.preamble`) in
             place of the built-in guidance.
         working_memory: the working-memory document, shown in its own block after the log.
@@ -190,11 +200,20 @@ def render_memory(
         recall_instructions,
         preamble,
         working_memory,
+        max_observation_tokens,
+        count,
     )
     context = _RENDERED.get(key)
     if context is None:
         context = _render(
-            record, today, retrieval, recall_instructions, show_ranges, preamble, working_memory
+            record,
+            today,
+            retrieval,
+            recall_instructions,
+            show_ranges,
+            preamble,
+            working_memory,
+            (max_observation_tokens, count),
         )
         if len(_RENDERED) >= _RENDERED_MAX:
             _RENDERED.clear()
@@ -214,8 +233,13 @@ def _render(
     show_ranges: bool | None,
     preamble: str | None,
     working_memory: str | None,
+    bound: tuple[int | None, Callable[[str], int] | None] = (None, None),
 ) -> MemoryContext:
+    max_observation_tokens, count = bound
     groups = record["groups"]
+    hidden = 0
+    if max_observation_tokens is not None:
+        groups, hidden = bounded_groups(groups, max_observation_tokens, count)
     hints_block = _render_hints(record)
     working = _render_working_memory(working_memory)
     if not groups and not hints_block and not working:
@@ -231,14 +255,18 @@ def _render(
     if preamble is not None:
         openings = (*MEMORY_OPENINGS, *line_openings(template_text(preamble)))
 
+    texts = _annotated(groups, today, openings)
+    if max_observation_tokens is not None and count is not None:
+        groups, texts, hidden = _fit_annotated(
+            groups, texts, hidden, max_observation_tokens, count, (today, openings)
+        )
     blocks: list[str] = []
-    previous: date | None = None
-    for index, group in enumerate(groups):
-        text = neutralise(group["text"].strip(), openings=openings, dates=False)
-        body, previous = annotate_relative_time(text, today, previous)
+    for index, (group, body) in enumerate(zip(groups, texts, strict=True)):
         if ranges:
             body = _group_heading(group) + "\n\n" + body
         if index == 0:
+            if hidden:
+                body = hidden_note(hidden) + "\n\n" + body
             body = OBSERVATIONS_OPEN + "\n" + body
         blocks.append(body)
     if groups:
@@ -268,6 +296,103 @@ def _render_working_memory(text: str | None) -> str:
     if not body:
         return ""
     return f"<{WORKING_MEMORY_TAG}>\n{body}\n</{WORKING_MEMORY_TAG}>"
+
+
+def _fit_annotated(
+    groups: list[ObservationGroup],
+    texts: list[str],
+    hidden: int,
+    max_tokens: int,
+    count: Callable[[str], int],
+    labels: tuple[date, tuple[str, ...]],
+) -> tuple[list[ObservationGroup], list[str], int]:
+    """Shown groups whose labelled text (relative dates added) still fits ``max_tokens``."""
+    for _ in range(8):
+        over = count(_shown_lines(texts)) - max_tokens
+        if over <= 0 or not groups:
+            break
+        if len(groups) > 1:  # the labels made the shown groups too large: one fewer
+            hidden += _bullets(groups[0]["text"])
+            groups = groups[1:]
+        else:
+            if _bullets(groups[0]["text"]) <= 1:
+                break
+            room = count(groups[0]["text"]) - over - 1  # the raw text, less what labels add
+            groups, extra = bounded_groups(groups, max(1, room), count)
+            hidden += extra
+        texts = _annotated(groups, *labels)
+    return groups, texts, hidden
+
+
+def _shown_lines(texts: Sequence[str]) -> str:
+    """The observation lines of ``texts`` (no blank lines), as measured against the cap."""
+    return "\n".join(line for text in texts for line in text.splitlines() if line.strip())
+
+
+def _annotated(
+    groups: Sequence[ObservationGroup], today: date, openings: tuple[str, ...] = MEMORY_OPENINGS
+) -> list[str]:
+    """Each group's text as shown: markup neutralised, dates labelled relative to ``today``."""
+    out: list[str] = []
+    previous: date | None = None
+    for group in groups:
+        text = neutralise(group["text"].strip(), openings=openings, dates=False)
+        body, previous = annotate_relative_time(text, today, previous)
+        out.append(body)
+    return out
+
+
+def hidden_note(lines: int) -> str:
+    """The line shown where older observations were left out of the memory context."""
+    return f"[{lines} older observation lines are not shown while the log is condensed]"
+
+
+def bounded_groups(
+    groups: Sequence[ObservationGroup], max_tokens: int, count: Callable[[str], int] | None
+) -> tuple[list[ObservationGroup], int]:
+    """The newest groups whose observations fit ``max_tokens``, and how many lines were left out.
+
+    The memory context stays bounded even while reflections fail (the stored log keeps
+    everything and the next reflection condenses it all). When the newest group alone is too
+    large, its newest lines that fit are shown (its first ``Date:`` header kept).
+    """
+    sizes = [count(g["text"]) if count else int(g.get("tokens") or 0) for g in groups]
+    if sum(sizes) <= max_tokens:
+        return list(groups), 0
+    kept: list[ObservationGroup] = []
+    total = 0
+    for group, size in zip(reversed(groups), reversed(sizes), strict=True):
+        if total + size > max_tokens:
+            break
+        kept.append(group)
+        total += size
+    kept.reverse()
+    if kept:
+        return kept, sum(_bullets(g["text"]) for g in groups[: len(groups) - len(kept)])
+    hidden = sum(_bullets(g["text"]) for g in groups[:-1])
+    newest = groups[-1]
+    lines = newest["text"].strip().splitlines()
+    measure = count or (lambda text: len(text) // 3 + 1)
+
+    def from_line(k: int) -> list[str]:  # lines[k:] under the Date: header that dates them
+        header = next((h for h in reversed(lines[:k]) if h.startswith("Date:")), None)
+        return ([header] if header and not lines[k].startswith("Date:") else []) + lines[k:]
+
+    start = len(lines) - 1
+    while start > 0 and measure("\n".join(from_line(start - 1))) <= max_tokens:
+        start -= 1
+    shown = from_line(start)
+    hidden += sum(1 for line in lines[:start] if line.strip() and not line.startswith("Date:"))
+    cut: ObservationGroup = {
+        **newest,
+        "text": "\n".join(shown),
+        "tokens": measure("\n".join(shown)),
+    }
+    return [cut], hidden
+
+
+def _bullets(text: str) -> int:
+    return sum(1 for line in text.splitlines() if line.strip() and not line.startswith("Date:"))
 
 
 def _today(now: datetime, timezone: str | None) -> date:

@@ -12,7 +12,11 @@ when it is
 * still marked: when the input has 🔴 lines, the output has at least one (``lost-priorities``);
 * faithful to the facts: of the names, numbers, dates and identifiers on the input's 🔴 lines
   (on all lines when there are none), at least :data:`MIN_RETENTION` survive
-  (``lost-facts``). That share is the *retention* figure reported with every verdict.
+  (``lost-facts``). That share is the *retention* figure reported with every verdict. When
+  the 🔴 lines alone are larger than the target (a log of nothing but critical facts), no
+  reflection can keep them all and stay bounded: the share required shrinks in proportion
+  (:func:`required_retention`), so the oldest facts may go while the one-line and vague
+  replies are still rejected.
 
 Compression levels ask the Reflector to keep every 🔴 fact, so a real 3-6x compression keeps
 most of them; a vague summary ("discussed the move and some options") keeps few.
@@ -37,6 +41,7 @@ __all__ = [
     "RetentionVerdict",
     "check_reflection",
     "key_facts",
+    "required_retention",
 ]
 
 RetentionReason = Literal[
@@ -135,12 +140,6 @@ def key_facts(text: str, *, high_only: bool = True) -> set[str]:
     return facts
 
 
-def _kept(fact: str, haystack: str) -> bool:
-    if fact[0].isdigit():
-        return re.search(rf"(?<![\d.,:/]){re.escape(fact)}(?![\d]|[.,:/]\d)", haystack) is not None
-    return fact in haystack
-
-
 def _days(text: str) -> list[object]:
     days: list[object] = []
     for line in text.splitlines():
@@ -148,6 +147,26 @@ def _days(text: str) -> list[object]:
         if day is not None and day not in days:
             days.append(day)
     return days
+
+
+def required_retention(input_text: str, *, input_tokens: int, target_tokens: int) -> float:
+    """The share of key facts a reflection of ``input_text`` must keep.
+
+    :data:`MIN_RETENTION` of the 🔴 lines' facts (:data:`MIN_RETENTION_ALL_LINES` of all facts
+    when there is no 🔴 line), scaled down by ``target / size of the judged lines`` when those
+    lines alone do not fit the target: a log made only of critical facts must still shrink to
+    its target, which forgets some of them.
+    """
+    lines = [line for line in input_text.splitlines() if line.strip()]
+    high_lines = [line for line in lines if _HIGH in line[:8]]
+    base = MIN_RETENTION if high_lines else MIN_RETENTION_ALL_LINES
+    judged = high_lines or lines
+    chars = sum(len(line) for line in lines)
+    if not chars or input_tokens <= 0:
+        return base
+    judged_tokens = input_tokens * sum(len(line) for line in judged) / chars
+    room = max(1, target_tokens) / judged_tokens if judged_tokens else 1.0
+    return base * min(1.0, room)
 
 
 def check_reflection(
@@ -170,7 +189,8 @@ def check_reflection(
     high = any(_HIGH in line[:8] for line in input_text.splitlines())
     facts = key_facts(input_text, high_only=high)
     haystack = _normal_number(output_text).casefold()
-    kept = sum(1 for fact in facts if _kept(fact, haystack))
+    numbers = set(_NUMBER.findall(haystack))  # once: a per-fact regex scan is quadratic
+    kept = sum(1 for fact in facts if (fact in numbers if fact[0].isdigit() else fact in haystack))
     retention = kept / len(facts) if facts else 1.0
     days_in, days_out = _days(input_text), _days(output_text)
     kept_days = sum(1 for day in days_in if day in days_out)
@@ -204,7 +224,7 @@ def check_reflection(
             return verdict("lost-dates", f"only {kept_days} of {len(days_in)} days kept")
     if high and not any(_HIGH in line[:8] for line in output_text.splitlines()):
         return verdict("lost-priorities", "the reflection has no 🔴 line left")
-    need = MIN_RETENTION if high else MIN_RETENTION_ALL_LINES
+    need = required_retention(input_text, input_tokens=input_tokens, target_tokens=target_tokens)
     if facts and retention < need:
         return verdict(
             "lost-facts", f"kept {kept} of {len(facts)} key facts ({retention:.0%} < {need:.0%})"

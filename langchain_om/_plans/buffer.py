@@ -249,6 +249,7 @@ def reflection_buffer_plan(
         return record, {
             "buffered_tokens": best.tokens,
             "observations": best.text,
+            "retention": best.retention,
             "extracted_values": found.values,
             "extraction_failures": found.failures,
         }

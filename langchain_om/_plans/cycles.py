@@ -16,6 +16,12 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_om._core.acceptance import (
+    ObservationReason,
+    instruction_text,
+    judge_observation,
+    with_format_reminder,
+)
 from langchain_om._core.dates import iso
 from langchain_om._core.invented import drop_invented_tool_lines
 from langchain_om._core.observer import (
@@ -42,6 +48,7 @@ from langchain_om._core.reflector import (
 )
 from langchain_om._core.truncation import TruncatedObservations, truncate_observations
 from langchain_om._core.types import ObservationGroup, OMRecord
+from langchain_om._core.window import split_batch
 from langchain_om._plans.effects import HookCall, ModelCall, Plan, StoreBatch
 from langchain_om._plans.extract import extract_plan, reflection_extractors
 from langchain_om._plans.storage import observed_plan, reflected_ops
@@ -54,7 +61,7 @@ from langchain_om._plans.transforms import (
 )
 from langchain_om._plans.types import Trigger, TurnEnv, TurnInput, emit_event
 from langchain_om.config import ObservationalMemoryConfig
-from langchain_om.errors import CycleFailedError, ObserverOutputError
+from langchain_om.errors import CycleFailedError, ModelTierExceededError, ObserverOutputError
 from langchain_om.events import (
     BufferedObservationsStatus,
     BufferedReflectionStatus,
@@ -75,8 +82,14 @@ logger = logging.getLogger("langchain_om")
 
 BUFFERED_MARKER = "--- BUFFERED (pending activation) ---"
 
+LOOP_RETRY_TEMPERATURE = 0.0
+"""Sampling temperature of the retry after a looping (degenerate) Observer reply."""
 
-logger = logging.getLogger("langchain_om")
+
+def failure_reason(exc: BaseException) -> str:
+    """The reason code of a failed cycle: the rejection's own, else ``model-error``."""
+    reason = getattr(exc, "reason", None)
+    return reason if isinstance(reason, str) and reason else "model-error"
 
 
 def status_event(
@@ -208,7 +221,14 @@ class Cycle:
             payload.setdefault("provider_metadata", self.provider_metadata)
         yield from _hook(self.env, name, payload)
 
-    def failed(self, error: str, *, retrying: bool = False) -> ObservationFailedEvent:
+    def failed(
+        self,
+        error: str,
+        *,
+        retrying: bool = False,
+        reason: str | None = None,
+        retention: float | None = None,
+    ) -> ObservationFailedEvent:
         """The ``data-om-observation-failed`` event of this cycle."""
         return ObservationFailedEvent(
             **_ids(self),
@@ -218,6 +238,8 @@ class Cycle:
             error=error,
             retrying=retrying,
             trigger=self.trigger,
+            reason=reason,
+            retention=retention,
         )
 
 
@@ -245,14 +267,28 @@ def run_cycle(cycle: Cycle, body: CycleBody) -> Plan[OMRecord]:
         new, done = yield from body(cycle)
     except Exception as exc:
         summary = error_summary(exc)
-        logger.warning(
-            "%s cycle %s failed", cycle.operation, cycle.cycle_id, exc_info=(type(exc), exc, None)
-        )
         error = summary.text()
-        cycle.emit(_buffering_failed(cycle, error) if background else cycle.failed(error))
+        reason = failure_reason(exc)
+        retention = getattr(exc, "retention", None)
+        logger.warning(
+            "langchain-om %s%s cycle %s failed: reason=%s (%s)",
+            "background " if background else "",
+            cycle.operation,
+            cycle.cycle_id,
+            reason,
+            type(exc).__name__,
+            exc_info=(type(exc), exc, None),  # the full error for the logger, never for events
+        )
+        cycle.emit(
+            _buffering_failed(cycle, error, reason, retention)
+            if background
+            else cycle.failed(error, reason=reason, retention=retention)
+        )
         yield from cycle.hook(
             "end",
             error=exc,
+            reason=reason,
+            retention=retention,
             error_type=summary.type,
             status_code=summary.status_code,
             error_message=summary.message,
@@ -260,9 +296,12 @@ def run_cycle(cycle: Cycle, body: CycleBody) -> Plan[OMRecord]:
         if background:
             return cycle.record
         raise _cycle_error(cycle, exc) from exc
+    retention = done.get("retention")
     if background:
         cycle.emit(_buffering_end(cycle, done))
-        yield from cycle.hook("end", error=None, observations=done["observations"])
+        yield from cycle.hook(
+            "end", error=None, reason=None, observations=done["observations"], retention=retention
+        )
         return new
     cycle.emit(_end_event(cycle, done))
     record = cycle.record
@@ -277,7 +316,12 @@ def run_cycle(cycle: Cycle, body: CycleBody) -> Plan[OMRecord]:
             )
         )
     yield from cycle.hook(
-        "end", error=None, observations=done["observations"], generation=new["generation"]
+        "end",
+        error=None,
+        reason=None,
+        observations=done["observations"],
+        generation=new["generation"],
+        retention=retention,
     )
     return new
 
@@ -338,13 +382,17 @@ def buffering_start(cycle: Cycle) -> BufferingStartEvent:
     )
 
 
-def _buffering_failed(cycle: Cycle, error: str) -> BufferingFailedEvent:
+def _buffering_failed(
+    cycle: Cycle, error: str, reason: str, retention: float | None
+) -> BufferingFailedEvent:
     return BufferingFailedEvent(
         **_ids(cycle),
         failed_at=iso(cycle.env.now()),
         duration_ms=cycle.duration_ms,
         tokens_attempted=cycle.tokens,
         error=error,
+        reason=reason,
+        retention=retention,
     )
 
 
@@ -373,15 +421,37 @@ def previous_view(
     )
 
 
+def observer_message_budget(env: TurnEnv) -> int:
+    """Tokens one message may take in the Observer's input (longer ones keep head and tail).
+
+    The Observer is meant to read about ``block_after`` tokens at a time; a message larger
+    than that is shown cut in the middle (the raw message stays whole in the archive).
+    """
+    obs = env.config.observation
+    return max(obs.message_tokens_abs, obs.block_after_tokens)
+
+
 def call_observer(
-    cycle: Cycle, batch: Sequence[BaseMessage], *, pending_texts: Sequence[str] = ()
+    cycle: Cycle,
+    batch: Sequence[BaseMessage],
+    *,
+    pending_texts: Sequence[str] = (),
+    message_max_tokens: int | None = None,
 ) -> Plan[ObserverOutput]:
-    """Ask the Observer about ``batch``; a degenerate answer is retried once, then rejected."""
+    """Ask the Observer about ``batch`` and accept only real observations.
+
+    A rejected reply (:func:`~langchain_om._core.acceptance.judge_observation`) is retried once
+    with a format reminder (a looping one also at a lower temperature), then the cycle fails.
+
+    Raises:
+        ObserverOutputError: both replies were rejected; ``reason`` holds the reason code.
+    """
     env, record = cycle.env, cycle.record
     cfg = env.config
     batch = cycle.seen = yield from before_observation(env, cycle.context(), batch)
     if not batch:  # the hook withheld everything: observed, without a model call
         return ObserverOutput("", None, None, None, {}, degenerate=False, raw="")
+    extractors = inline_extractors(env.extractors)
     history = format_messages_for_observer(
         batch,
         timezone=record["timezone"],
@@ -389,8 +459,9 @@ def call_observer(
         count=env.counter.count_text,
         now=env.now(),
         observe_attachments=cfg.observation.observe_attachments,
+        extra_tags=[e.slug for e in extractors],
+        message_max_tokens=message_max_tokens or observer_message_budget(env),
     )
-    extractors = inline_extractors(env.extractors)
     context = {**cycle.context(), "source": "observation"}
     prompt = build_observer_messages(
         history=history,
@@ -403,29 +474,115 @@ def call_observer(
         thread_title=cfg.observation.thread_title,
         extractors=[(e.slug, e.text(context)) for e in extractors],
     )
-    prompt_tokens = env.counter.count_messages(prompt)
-    parsed: ObserverOutput | None = None
+    instructions = instruction_text(prompt)
+    send: list[BaseMessage] = list(prompt)
+    temperature: float | None = None
+    reason: ObservationReason | None = None
+    detail, raw = "", ""
     for attempt in range(2):
         result = yield ModelCall(
             role="observer",
-            messages=prompt,
-            input_tokens=prompt_tokens,
+            messages=send,
+            input_tokens=env.counter.count_messages(send),
             thread_id=record["thread_id"],
             resource_id=record["resource_id"],
+            temperature=temperature,
             cycle_id=cycle.cycle_id,
             trigger=cycle.trigger,
         )
         cycle.note(result)
-        parsed = parse_observer_output(_text(result), extractor_slugs=[e.slug for e in extractors])
-        if not parsed.degenerate:
-            kept = _without_invented_tools(parsed, batch)
+        parsed = parse_observer_output(
+            _text(result), extractor_slugs=[e.slug for e in extractors], source=history.text
+        )
+        verdict = judge_observation(
+            parsed,
+            input_tokens=cycle.tokens,
+            observation_tokens=cfg.reflection.observation_tokens_abs,
+            count=env.counter.count_text,
+            instructions=instructions,
+            source=history.text,
+        )
+        if verdict.accepted:
+            accepted = replace(parsed, observations=verdict.observations)
+            kept = _without_invented_tools(accepted, batch)
             text = yield from after_observation(env, cycle.context(), kept.observations)
             return replace(kept, observations=text)
-        if attempt == 0 and cycle.trigger != "async-buffer":
-            cycle.emit(cycle.failed("degenerate Observer output; retrying", retrying=True))
+        reason, detail, raw = verdict.reason or "unparseable", verdict.detail, parsed.raw
+        if attempt == 0:
+            if cycle.trigger != "async-buffer":
+                cycle.emit(
+                    cycle.failed(
+                        f"Observer reply rejected ({reason}: {detail}); retrying",
+                        retrying=True,
+                        reason=reason,
+                    )
+                )
+            send = with_format_reminder(prompt, reason)
+            if reason == "degenerate":
+                temperature = LOOP_RETRY_TEMPERATURE
     raise ObserverOutputError(
-        "The Observer produced degenerate (repeating) output twice; nothing was observed.",
-        raw=parsed.raw if parsed is not None else "",
+        f"The Observer's reply was rejected twice ({reason}: {detail}); nothing was observed.",
+        raw=raw,
+        reason=reason,
+    )
+
+
+PART_MARGIN = 0.8
+"""Share of a tier's room a part aims for (the rendered input is larger than its messages)."""
+
+MAX_SPLIT_DEPTH = 4
+"""How often a part that still does not fit is split again (with a smaller budget)."""
+
+
+def observe_in_parts(
+    cycle: Cycle,
+    batch: Sequence[BaseMessage],
+    *,
+    message_max_tokens: int | None = None,
+    depth: int = 0,
+) -> Plan[ObserverOutput]:
+    """:func:`call_observer` on ``batch``; above every model tier, on parts that fit one.
+
+    When the Observer's input is larger than the largest ``ModelByInputTokens`` tier, the
+    batch is split at safe cut points (:func:`~langchain_om._core.window.split_batch`) into
+    parts aiming at :data:`PART_MARGIN` of the room the tier leaves, each observed in turn (a
+    part that still does not fit is split again, a single message is cut in the middle); the
+    observations are joined in order and the hints of the last part win.
+
+    Raises:
+        ModelTierExceededError: even the prompt without messages is above the largest tier.
+        ObserverOutputError: a part's replies were rejected.
+    """
+    counter = cycle.env.counter
+    try:
+        return (yield from call_observer(cycle, batch, message_max_tokens=message_max_tokens))
+    except ModelTierExceededError as exc:
+        overhead = max(0, exc.input_tokens - counter.count_messages(batch))
+        budget = int((exc.largest_tier - overhead) * PART_MARGIN)
+        if budget < 64 or not batch or depth >= MAX_SPLIT_DEPTH:
+            raise
+    ends = split_batch(batch, [counter.count_messages([m]) for m in batch], budget)
+    outputs: list[ObserverOutput] = []
+    start = 0
+    for end in ends:
+        part, start = batch[start:end], end
+        clip = budget // 2 if len(ends) == 1 or len(part) == 1 else message_max_tokens
+        outputs.append(
+            (yield from observe_in_parts(cycle, part, message_max_tokens=clip, depth=depth + 1))
+        )
+    return _joined(outputs)
+
+
+def _joined(outputs: Sequence[ObserverOutput]) -> ObserverOutput:
+    """The outputs of consecutive parts as one (observations in order, the last hints)."""
+    extracted: dict[str, str] = {}
+    for out in outputs:
+        extracted.update(out.extracted)
+    return replace(
+        outputs[-1],
+        observations="\n".join(o.observations.strip() for o in outputs if o.observations.strip()),
+        extracted=extracted,
+        raw="\n\n".join(o.raw for o in outputs),
     )
 
 
@@ -455,6 +612,7 @@ def call_reflector(
         start_level=compression_start_level(env.model_id("reflector", cycle.tokens)),
         target_tokens=max(1, target),
         input_tokens=cycle.tokens,
+        input_text=text_in,
     )
     while (level := ladder.next_level()) is not None:
         prompt = build_reflector_messages(
@@ -478,7 +636,15 @@ def call_reflector(
         out = parsed.observations.strip()
         verdict = ladder.record(level, parsed, env.counter.count_text(out) if out else 0)
         if verdict != "fits" and not ladder.done and cycle.trigger != "async-buffer":
-            cycle.emit(cycle.failed(f"reflection attempt {verdict}; retrying", retrying=True))
+            last = ladder.attempts[-1]
+            cycle.emit(
+                cycle.failed(
+                    f"reflection attempt {verdict}; retrying",
+                    retrying=True,
+                    reason=last.reason or verdict,
+                    retention=last.retention,
+                )
+            )
     best = ladder.result()
     text = yield from after_reflection(env, cycle.context(), best.text)
     if text == best.text:
@@ -497,7 +663,7 @@ def observe_plan(
     cfg = env.config
 
     def body(cycle: Cycle) -> Plan[tuple[OMRecord, dict[str, Any]]]:
-        parsed = yield from call_observer(cycle, batch)
+        parsed = yield from observe_in_parts(cycle, batch)
         found = run_extractors(
             env.extractors, parsed.extracted, record["extracted"], thread_id=record["thread_id"]
         )
@@ -586,6 +752,7 @@ def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecor
             "observation_tokens": new["observation_tokens"],
             "observations": best.text,
             "suggested_response": best.output.suggested_response,
+            "retention": best.retention,
             "extracted_values": found.values,
             "extraction_failures": found.failures,
         }

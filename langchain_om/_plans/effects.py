@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Self, TypeVar
 
 from langchain_core.messages import BaseMessage
-from langgraph.store.base import BaseStore, Op
+from langgraph.store.base import BaseStore, GetOp, Op, PutOp, SearchOp
+
+from langchain_om._core.sanitize import sanitize_text, sanitize_value
 
 logger = logging.getLogger("langchain_om")
 
@@ -40,6 +42,8 @@ class ModelCall:
     """The cycle the call belongs to (traced as run metadata)."""
     trigger: str | None = None
     """What started the cycle (``threshold``, ``async-buffer``, ...; traced as run metadata)."""
+    temperature: float | None = None
+    """Overrides the role's sampling temperature (the retry after a looping reply)."""
 
 
 @dataclass(frozen=True)
@@ -140,7 +144,7 @@ class Executor:
         if isinstance(effect, ModelCall):
             return self._call_model(effect)
         if isinstance(effect, StoreBatch):
-            return self.store.batch(list(effect.ops)) if effect.ops else []
+            return self.store.batch(storable(effect.ops)) if effect.ops else []
         if isinstance(effect, AwaitBackground):
             return self._waiter(effect).wait(effect.key, effect.timeout)
         if isinstance(effect, Call):
@@ -152,12 +156,39 @@ class Executor:
         if isinstance(effect, ModelCall):
             return await self._acall_model(effect)
         if isinstance(effect, StoreBatch):
-            return await self.store.abatch(list(effect.ops)) if effect.ops else []
+            return await self.store.abatch(storable(effect.ops)) if effect.ops else []
         if isinstance(effect, AwaitBackground):
             return await self._waiter(effect).await_key(effect.key, effect.timeout)
         if isinstance(effect, Call):
             return await _call_async(effect)
         return await _call_hook_async(effect)
+
+
+def storable(ops: Sequence[Op]) -> list[Op]:
+    """``ops`` with NUL and lone surrogates replaced by visible markers.
+
+    PostgreSQL rejects NUL (``U+0000``) and no UTF-8 store can hold a lone surrogate; replacing
+    them here (:mod:`~langchain_om._core.sanitize`) lets every store accept the same messages
+    and ids. Put values and keys, get keys and search filters are all replaced the same way,
+    so a key or filter names what was stored (namespaces are label-encoded already).
+    """
+    out: list[Op] = []
+    for op in ops:
+        if isinstance(op, PutOp):
+            value, changed = sanitize_value(op.value) if op.value is not None else (None, False)
+            key = sanitize_text(op.key)
+            if changed or key != op.key:
+                op = op._replace(key=key, value=value)
+        elif isinstance(op, GetOp):
+            key = sanitize_text(op.key)
+            if key != op.key:
+                op = op._replace(key=key)
+        elif isinstance(op, SearchOp) and op.filter:
+            flt, changed = sanitize_value(op.filter)
+            if changed:
+                op = op._replace(filter=flt)
+        out.append(op)
+    return out
 
 
 def run_sync(plan: Generator[E_contra, Any, T], handler: Handler[E_contra]) -> T:

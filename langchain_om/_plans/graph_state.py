@@ -68,11 +68,35 @@ MEMORY_MESSAGE_ID = "langchain_om:memory"
 
 
 def is_memory_message(message: BaseMessage) -> bool:
-    """True for OM's own memory system message (never observed, never counted)."""
+    """True for OM's own memory system message (never observed, never counted).
+
+    Only a system message can be it: a user's message that happens to carry the memory's id
+    stays an ordinary message of the window.
+    """
+    if not isinstance(message, SystemMessage):
+        return False
     if message.id == MEMORY_MESSAGE_ID:
         return True
     meta = message.response_metadata.get(OM_META_KEY)
     return isinstance(meta, dict) and meta.get("kind") == "memory"
+
+
+def memory_message_id(split: WindowSplit) -> str:
+    """The id to give the memory system message kept in state.
+
+    The current memory message keeps its id; a new one takes :data:`MEMORY_MESSAGE_ID`, or,
+    when a message of the thread already uses that id (LangGraph's reducer would replace one
+    with the other), the first free ``langchain_om:memory~N``.
+    """
+    current = split.memory
+    if current is not None and current.id and _merged_base(current) is None:
+        return current.id
+    taken = {m.id for m in (*split.head, *split.window) if m.id}
+    candidate, n = MEMORY_MESSAGE_ID, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{MEMORY_MESSAGE_ID}~{n}"
+    return candidate
 
 
 @dataclass(frozen=True)

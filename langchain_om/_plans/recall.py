@@ -40,6 +40,7 @@ from langchain_om._core.recall import (
     sort_threads,
     thread_in_window,
 )
+from langchain_om._core.sanitize import restore_text
 from langchain_om._plans.effects import Plan, StoreBatch
 from langchain_om._plans.storage import (
     archive_find_op,
@@ -353,7 +354,7 @@ def _locate(caller: Caller, thread: _Thread, cursor: str, explicit: bool) -> Pla
 
 def _registry_threads(caller: Caller) -> Plan[list[str]]:
     values = yield from _registry_values(caller)
-    return [str(v["thread_id"]) for v in values]
+    return [restore_text(str(v["thread_id"])) for v in values]
 
 
 def _registry_values(caller: Caller) -> Plan[list[Mapping[str, Any]]]:
@@ -608,7 +609,7 @@ def _threads_mode(
         values = list((yield from _registry_values(caller)))
     rows: dict[str, dict[str, Any]] = {}
     for value in values:
-        thread_id = str(value["thread_id"])
+        thread_id = restore_text(str(value["thread_id"]))
         rows[thread_id] = {
             "thread_id": thread_id,
             "title": value.get("title"),

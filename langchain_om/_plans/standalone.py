@@ -57,6 +57,24 @@ class ThreadState:
     jobs: list[BackgroundJob] = field(default_factory=list)
 
 
+def merge_messages(window: list[BaseMessage], messages: Sequence[BaseMessage]) -> None:
+    """Add ``messages`` to ``window`` the way LangGraph's ``add_messages`` reducer does.
+
+    A message whose id is already in the window replaces it in place (an edit); any other
+    message is appended, including a re-sent id that was observed already: it is observed
+    again, as the edit it is, and the archive keeps both versions in order.
+    """
+    where = {m.id: i for i, m in enumerate(window) if m.id}
+    for message in messages:
+        index = where.get(message.id) if message.id else None
+        if index is None:
+            if message.id:
+                where[message.id] = len(window)
+            window.append(message)
+        else:
+            window[index] = message
+
+
 def load_plan(
     env: TurnEnv,
     thread_id: str,
@@ -75,8 +93,7 @@ def load_plan(
     if record is not None:
         check_owner(record["resource_id"], thread_id=thread_id, resource_id=resource_id)
     if messages:
-        known = {m.id for m in window if m.id}
-        window.extend(m for m in messages if not m.id or m.id not in known)
+        merge_messages(window, messages)
     if record is None:
         record = new_record(
             thread_id=thread_id,

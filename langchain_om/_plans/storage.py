@@ -46,6 +46,7 @@ from langgraph.store.base import (
 from langchain_om._core.branches import ROOT_BRANCH, branch_at, branch_key, fork, segments_of
 from langchain_om._core.labels import decode_label, encode_label, legacy_label
 from langchain_om._core.record import check_owner, new_id
+from langchain_om._core.sanitize import restore_text
 from langchain_om._core.types import OM_META_KEY, ObservationGroup, OMRecord
 from langchain_om._plans.effects import Plan, StoreBatch
 
@@ -95,6 +96,21 @@ def buffer_ns(thread_id: str) -> tuple[str, ...]:
 def reflection_ns(thread_id: str) -> tuple[str, ...]:
     """Namespace of a thread's buffered reflection (key ``"current"``)."""
     return (ROOT, "reflection", thread_label(thread_id))
+
+
+def backoff_ns(thread_id: str) -> tuple[str, ...]:
+    """Namespace of a thread's observation backoff kept across raised turns (key ``"current"``)."""
+    return (ROOT, "backoff", thread_label(thread_id))
+
+
+def backoff_get_op(thread_id: str) -> GetOp:
+    """Get op for the observation backoff a raised turn left (``failure_policy="raise"``)."""
+    return GetOp(backoff_ns(thread_id), "current")
+
+
+def backoff_put_op(thread_id: str, state: Mapping[str, Any] | None) -> PutOp:
+    """Put op storing (``None``: deleting) a thread's observation backoff."""
+    return PutOp(backoff_ns(thread_id), "current", dict(state) if state else None, index=False)
 
 
 MAX_CHUNKS = 10_000
@@ -271,7 +287,25 @@ def unpack_state(item: Item | None) -> tuple[dict[str, Any] | None, list[BaseMes
     if item is None:
         return None, []
     value = item.value
-    return value.get("record"), load_messages(value.get("window", []))
+    return stored_ids_restored(value.get("record")), load_messages(value.get("window", []))
+
+
+def stored_ids_restored(record: Any) -> Any:
+    """A stored record with its thread and resource ids as the caller gave them.
+
+    Put values have NUL and lone surrogates replaced by markers on the way into storage
+    (PostgreSQL cannot hold them); the ids are restored on the way out so the record names
+    the same thread (and archive namespaces) as the call.
+    """
+    if not isinstance(record, dict):
+        return record
+    out = record
+    for key in ("thread_id", "resource_id"):
+        value = record.get(key)
+        if isinstance(value, str) and "⟦U+" in value:
+            out = out if out is not record else dict(record)
+            out[key] = restore_text(value)
+    return out
 
 
 def archived_message(item: Item) -> BaseMessage:
@@ -589,6 +623,7 @@ def forget_plan(thread_id: str, resource_id: str | None) -> Plan[None]:
         msgindex_ns(thread_id),
         buffer_ns(thread_id),
         reflection_ns(thread_id),
+        backoff_ns(thread_id),
     ):
         while True:
             (items,) = yield StoreBatch([SearchOp(ns, limit=FORGET_PAGE)])

@@ -15,7 +15,7 @@ Per step, before the agent's model call:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, cast
@@ -44,11 +44,27 @@ from langchain_om._plans.buffer import (
     reflection_buffer_plan,
     reflection_is_valid,
 )
-from langchain_om._plans.cycles import observe_plan, reflect_plan, status_event
+from langchain_om._plans.cycles import (
+    Cycle,
+    failure_reason,
+    logger,
+    observe_plan,
+    reflect_plan,
+    status_event,
+)
+from langchain_om._plans.damping import (
+    backoff_gate,
+    backoff_state,
+    with_backoff,
+    with_failure,
+    with_success,
+)
 from langchain_om._plans.effects import AwaitBackground, Plan, StoreBatch
 from langchain_om._plans.read_only import read_only_plan
 from langchain_om._plans.resource_turn import resource_turn_plan
 from langchain_om._plans.storage import (
+    backoff_get_op,
+    backoff_put_op,
     buffered_read_ops,
     chunk_delete_ops,
     reflection_delete_op,
@@ -391,14 +407,30 @@ def _observe(step: _Step) -> Plan[None]:
 
 
 def _observe_due(step: _Step) -> Plan[None]:
+    """Observe when the threshold (or an overflow) asks for it.
+
+    After a failed cycle, turns back off (:mod:`~langchain_om._plans.damping`) while the
+    window grows up to ``block_after``; a manual observation or an overflow always attempts.
+    """
     env, inp, out = step.env, step.inp, step.out
     sync_at = step.block_after if (step.buffering and env.running(step.obs_key)) else step.threshold
     forced = inp.force_observe or inp.context_overflow
     if not (forced or step.trigger_tokens >= sync_at):
         return
+    block_after = env.config.observation.block_after_tokens
+    raising = env.config.observation.failure_policy == "raise"
+    stored = (yield from _raised_backoff(step)) if raising else None
+    if not forced:
+        gate_record = with_backoff(out.record, stored)
+        gate = backoff_gate(gate_record, now=step.now, tokens=step.tokens, block_after=block_after)
+        if gate.action == "wait":
+            return
+        if gate.action == "fail":
+            _fail_backing_off(step, gate.reason, gate.wait_seconds)
+            return
     yield from _activate(step, step.chain, "threshold")
     step.chain = []
-    cut = observation_cut(out.window, keep_current_turn=not inp.force_observe)
+    cut = _sync_cut(step, observe_pending=step.tokens >= block_after)
     cut = floor_cut(out.window, cut, env.config.keep_last_messages)
     if cut <= 0:
         return
@@ -406,14 +438,87 @@ def _observe_due(step: _Step) -> Plan[None]:
     try:
         out.record = yield from observe_plan(env, inp, out.record, batch)
     except CycleFailedError as exc:
-        if env.config.observation.failure_policy == "raise":
+        failed = with_failure(
+            with_backoff(out.record, stored),
+            exc,
+            now=step.now,
+            reason=failure_reason(exc.__cause__ or exc),
+        )
+        if raising:
+            # The turn raises, so its state is not saved: keep the backoff in the store.
+            yield StoreBatch([backoff_put_op(inp.thread_id, backoff_state(failed))])
             raise
+        out.record = failed
         out.errors.append(exc)
         return
+    if stored:
+        yield StoreBatch([backoff_put_op(inp.thread_id, None)])
+    out.record = with_success(out.record)
     out.removed.extend(batch)
     out.window = out.window[cut:]
     out.observed = True
     step.recount()
+
+
+def _raised_backoff(step: _Step) -> Plan[Mapping[str, Any] | None]:
+    """The backoff an earlier turn that raised left in the store (``failure_policy="raise"``)."""
+    (item,) = yield StoreBatch([backoff_get_op(step.inp.thread_id)])
+    value = item.value if item is not None else None
+    return value if isinstance(value, Mapping) and value else None
+
+
+def _sync_cut(step: _Step, *, observe_pending: bool) -> int:
+    """How many leading messages a synchronous observation takes.
+
+    The current turn stays in the window, unless this is a manual observation or a user
+    message crosses the threshold on its own (:func:`arrives_oversized`: it is observed at
+    this step).
+    """
+    window = step.out.window
+    alone = arrives_oversized(window, step.env.counter.count_messages, step.threshold)
+    keep = not (step.inp.force_observe or alone)
+    return observation_cut(window, keep_current_turn=keep, observe_pending=observe_pending)
+
+
+def arrives_oversized(
+    window: Sequence[BaseMessage],
+    count: Callable[[Sequence[BaseMessage]], int],
+    threshold: int,
+) -> bool:
+    """Whether the newest message is a user message that crosses ``threshold`` on its own.
+
+    Such a message is observed at the step it arrives (with everything before it), so one
+    poison message never sits in the window turn after turn: the agent answers from its
+    observation (head and tail kept) and can recall the raw text. The agent's own work on the
+    turn in progress (its replies, tool calls and tool results after the last user message) is
+    exempt: the agent needs a large tool result it just asked for to finish the turn, so that
+    is observed at a later step (once the turn is over, or at ``block_after`` through the
+    usual cut that keeps the newest messages).
+    """
+    if not window or not isinstance(window[-1], HumanMessage):
+        return False
+    return count(window[-1:]) >= threshold
+
+
+def _fail_backing_off(step: _Step, reason: str | None, wait: float) -> None:
+    """The window reached ``block_after`` while backing off: apply ``failure_policy`` now."""
+    env, inp, out = step.env, step.inp, step.out
+    cycle = Cycle(env, inp, out.record, "observation", step.tokens, inp.trigger)
+    message = (
+        f"Observation is backing off for {wait:.0f} s after failed cycles (last reason: "
+        f"{reason or 'unknown'}) and the window reached block_after; nothing was removed "
+        "from context. It is retried after the delay."
+    )
+    logger.warning(
+        "langchain-om observation cycle %s skipped: backing off (last reason=%s)",
+        cycle.cycle_id,
+        reason,
+    )
+    cycle.emit(cycle.failed(message, reason=reason or "model-error"))
+    error = CycleFailedError(message, operation="observation", thread_id=inp.thread_id)
+    if env.config.observation.failure_policy == "raise":
+        raise error
+    out.errors.append(error)
 
 
 def _buffer_job(
@@ -529,7 +634,9 @@ def _reflect_now(step: _Step) -> Plan[None]:
     try:
         out.record = yield from reflect_plan(step.env, inp, record)
     except CycleFailedError as exc:
-        if inp.trigger == "manual":
+        # An explicit reflect() reports its failure; a reflection after an observation never
+        # discards that observation (the previous generation simply stays).
+        if inp.trigger == "manual" and inp.force_reflect and not out.observed:
             raise
         out.errors.append(exc)
         suppressed = dict(out.record)

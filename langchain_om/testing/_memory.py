@@ -2,11 +2,15 @@
 
 :func:`memory_model` returns a :class:`FunctionChatModel` that answers like a well-behaved
 Observer (one observation per message it is shown, under the same ``Date:`` headers) and
-Reflector (keeps the dates and about ``keep`` of the lines, shortened). It needs no network and
-gives the same output for the same input, so apps that use OM can be tested offline.
+Reflector (keeps the dates, every 🔴 line and about ``keep`` of the other lines, shortened,
+without their times when nothing else shortened; when that is still above the size the prompt
+asks for, it keeps every k-th line). It needs no network and gives the same output for the same
+input, so apps that use OM can be tested offline.
 """
 
 from __future__ import annotations
+
+import re
 
 from langchain_core.messages import BaseMessage
 
@@ -36,7 +40,7 @@ def _observe(history: str, words: int) -> str:
     return "\n".join(out)
 
 
-def _reflect(observations: str, keep: float, words: int) -> str:
+def _reflect(observations: str, keep: float, words: int, target: int | None = None) -> str:
     lines = [line for line in observations.splitlines() if line.strip()]
     kept: list[str] = []
     bullets = [line for line in lines if not line.startswith("Date:")]
@@ -47,14 +51,53 @@ def _reflect(observations: str, keep: float, words: int) -> str:
             if not kept or kept[-1] != line:
                 kept.append(line)
             continue
-        if index % step == 0:
+        if "🔴" in line[:6] or index % step == 0:
             kept.append(" ".join(line.split()[: 4 + words]))
         index += 1
     while kept and kept[-1].startswith("Date:"):
         kept.pop()
     if not any(not k.startswith("Date:") for k in kept) and bullets:
         kept.append(bullets[-1])
+    if len(" ".join(kept).split()) >= len(" ".join(lines).split()) - 1:  # barely condensed:
+        # drop the times as well, so the reflection is smaller than its input
+        kept = [" ".join(p for p in line.split() if not _TIME.fullmatch(p)) for line in kept]
+    if target is not None:
+        kept = _thinned_within(kept, target)
     return "\n".join(kept)
+
+
+_TARGET = re.compile(r"under about (\d+) tokens")
+_TIME = re.compile(r"\(\d{1,2}:\d{2}\)")
+
+
+def _estimate(lines: list[str]) -> int:
+    """A generous token estimate (about three characters a token; marks cost more)."""
+    return sum(len(line) // 3 + 2 for line in lines)
+
+
+def _thinned_within(lines: list[str], target: int) -> list[str]:
+    """Every k-th observation line (the first and the newest always), so they fit ``target``.
+
+    ``Date:`` headers stay with the lines they date; the thinning is even, like a Reflector
+    that drops detail everywhere rather than forgetting the start.
+    """
+    bullets = [i for i, line in enumerate(lines) if not line.startswith("Date:")]
+    size = _estimate([lines[i] for i in bullets])
+    if size < max(1, target) or len(bullets) < 3:
+        return lines
+    step = -(-size // max(1, target)) + 1
+    keep = set(bullets[::step]) | {bullets[-1]}
+    out: list[str] = []
+    header: str | None = None
+    for i, line in enumerate(lines):
+        if line.startswith("Date:"):
+            header = line
+        elif i in keep:
+            if header is not None:
+                out.append(header)
+                header = None
+            out.append(line)
+    return out
 
 
 def memory_model(*, words: int = 8, keep: float = 0.3, name: str = "memory") -> FunctionChatModel:
@@ -62,8 +105,8 @@ def memory_model(*, words: int = 8, keep: float = 0.3, name: str = "memory") -> 
 
     Args:
         words: words of each message (or observation) kept in an observation line.
-        keep: fraction of observation lines a reflection keeps (one in ``round(1/keep)``
-            lines, plus the date headers).
+        keep: fraction of the lines other than 🔴 ones a reflection keeps (one in
+            ``round(1/keep)``; every 🔴 line and the date headers are kept).
         name: the model name it reports.
 
     Example:
@@ -83,7 +126,8 @@ def memory_model(*, words: int = 8, keep: float = 0.3, name: str = "memory") -> 
         prompt = messages[-1].text if messages else ""
         if "## Observations to Condense" in prompt:
             body = _section(prompt, "## Observations to Condense", ("\n## ",))
-            text = _reflect(body, keep, words)
+            asked = _TARGET.search(prompt)
+            text = _reflect(body, keep, words, int(asked.group(1)) if asked else None)
             return f"<observations>\n{text}\n</observations>"
         history = _section(prompt, "## New Messages to Observe", ("\n### ", "\n---", "\n## "))
         text = _observe(history, words)

@@ -67,6 +67,16 @@ def test_recall_chain_example_pages_back(capsys: pytest.CaptureFixture[str]) -> 
     assert "recall" in out.lower() and "Lisbon" in out
 
 
+def test_bad_observer_replies_example_archives_nothing_until_a_real_reply(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = run_example("bad_observer_replies.py", capsys)
+    assert "turn 0: 2 messages in the window, 0 archived" in out
+    assert "turn 1: 4 messages in the window, 0 archived" in out
+    assert "failed cycles and their reasons: ['empty', 'echo']" in out
+    assert number(r"turn 7: \d+ messages in the window, (\d+) archived", out) > 0
+
+
 @pytest.mark.postgres
 def test_postgres_example_archives_in_postgres(capsys: pytest.CaptureFixture[str]) -> None:
     require_postgres()  # the example reads LANGCHAIN_OM_POSTGRES_URL, as the tests do

@@ -290,7 +290,12 @@ def test_model_settings_and_provider_options_reach_the_calls() -> None:
         },
         reflection={"model": reflector, "observation_tokens": 3_000},
     )
-    memory.observe(thread_id="t", messages=[HumanMessage("tea")])
+    # A log large enough for a real reflection (a one-line log cannot shrink).
+    said = [
+        HumanMessage(f"I booked flight {n} to Lisbon on {n % 28 + 1} May for {n * 10} euros.")
+        for n in range(1, 40)
+    ]
+    memory.observe(thread_id="t", messages=said)
     memory.reflect(thread_id="t")
     sent = observer.last_call.kwargs
     assert sent["temperature"] == 0.3 and sent["max_tokens"] == 1_234 and sent["seed"] == 7

@@ -200,9 +200,9 @@ def test_faithful_polling_is_accepted_when_the_source_is_given() -> None:
     ("input_tokens", "observation_tokens", "limit"),
     [
         (10, 3_000, OVERSIZE_FLOOR_TOKENS),
-        (900, 3_000, 900),
+        (900, 3_000, 1_350),
         (26_000, 3_000, 6_000),
-        (26_000, 40_000, 26_000),
+        (26_000, 40_000, 39_000),
         (0, 0, OVERSIZE_FLOOR_TOKENS),
     ],
 )
@@ -222,6 +222,7 @@ def test_more_than_the_input_is_oversized_but_a_tiny_batch_gets_the_floor() -> N
     assert judge_observation(parsed, input_tokens=tokens, **args).accepted
     assert tokens < OVERSIZE_FLOOR_TOKENS
     assert judge_observation(parsed, input_tokens=5, **args).accepted
+    assert not judge_observation(parsed, input_tokens=tokens * 3, **args).reason
     big = parse_observer_output(_oversized())
     verdict = judge_observation(big, input_tokens=count(big.observations) - 1 + 10**6, **args)
     assert verdict.reason == "oversized"  # capped by observation_tokens, not just the input

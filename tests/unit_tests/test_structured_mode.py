@@ -48,7 +48,10 @@ def structured_reply(messages: list[BaseMessage], info: RecordedCall) -> Any:
         return "<observations>\nDate: Nov 30, 2026\n* 🟡 (09:00) text-mode reply\n</observations>"
     if info.structured_output.name == StructuredReflectorOutput.__name__:
         obs = StructuredObservation(
-            date=date(2026, 11, 30), time="09:00", priority="high", text="Condensed: user facts"
+            date=date(2026, 11, 30),
+            time="09:00",
+            priority="high",
+            text="Condensed: user facts 0, 1 and 2: cousin Rui lives in Porto, likes trains",
         )
         return StructuredReflectorOutput(observations=[obs], current_task="Keep helping")
     lines = USER_LINE.findall(_new_messages(info))

@@ -41,7 +41,10 @@ def test_status_of_an_agent_thread_comes_from_its_checkpoint() -> None:
 
 
 def test_an_agent_run_as_a_subgraph_is_found_in_its_checkpoint_ns() -> None:
-    memory = ObservationalMemory(model=memory_model(), **APP_OPTIONS)
+    # memory_model() writes observation lines longer than these short turns: a log size that
+    # lets its batches through the Observer's size cap (twice observation_tokens).
+    options = {**APP_OPTIONS, "reflection": {"observation_tokens": 1_000}}
+    memory = ObservationalMemory(model=memory_model(), **options)
     agent = create_agent(
         FunctionChatModel(function=actor_reply),
         [lookup],
