@@ -45,7 +45,8 @@ from langchain_om._plans.resource_turn import OTHERS_TOKENS_KEY
 from langchain_om._plans.storage import (
     after_migration,
 )
-from langchain_om._plans.turn import idle_plan, sync_observation_due, sync_reflection_due, turn_plan
+from langchain_om._plans.turn import idle_plan, turn_plan
+from langchain_om._plans.turn_rules import sync_observation_due, sync_reflection_due
 from langchain_om._plans.types import TurnEnv, TurnInput, TurnOutcome, require_thread_id
 from langchain_om._plans.working_memory import (
     working_memory_text,

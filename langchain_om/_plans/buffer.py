@@ -22,15 +22,11 @@ from langchain_om._core.dates import iso
 from langchain_om._core.record import append_observations, make_group, new_id, stable_id
 from langchain_om._core.reflector import apply_reflection, buffered_reflection_target
 from langchain_om._core.types import OMRecord
-from langchain_om._plans.cycles import (
-    Cycle,
-    buffering_start,
-    call_observer,
-    call_reflector,
-    run_cycle,
-)
+from langchain_om._plans.cycles import Cycle, buffering_start, run_cycle
 from langchain_om._plans.effects import Plan, StoreBatch
 from langchain_om._plans.extract import extract_plan, reflection_extractors
+from langchain_om._plans.observation import call_observer
+from langchain_om._plans.reflection import call_reflector
 from langchain_om._plans.storage import (
     chunk_delete_ops,
     chunk_put_op,

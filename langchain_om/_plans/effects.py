@@ -46,6 +46,14 @@ class ModelCall:
     """Overrides the role's sampling temperature (the retry after a looping reply)."""
 
 
+def reply_text(result: Any) -> str:
+    """The text of a :class:`ModelCall`'s result (a model result or a message)."""
+    message = getattr(result, "message", result)
+    if isinstance(message, BaseMessage):
+        return message.text if isinstance(message.text, str) else str(message.text)
+    return str(message)
+
+
 @dataclass(frozen=True)
 class StoreBatch:
     """Run ``ops`` on the store; the result is the list of op results."""

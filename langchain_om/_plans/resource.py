@@ -52,9 +52,9 @@ from langchain_om._core.truncation import truncate_observations
 from langchain_om._plans.effects import (
     Effect,
     Executor,
-    ModelCall,
     Plan,
     StoreBatch,
+    reply_text,
     run_async,
     run_sync,
 )
@@ -257,15 +257,10 @@ def reflect_resource_plan(
         target_tokens=max(1, cfg.observation_tokens_abs // 2),
         skip_continuation_hints=True,
     )
-    result = yield ModelCall(
-        role="reflector",
-        messages=prompt,
-        input_tokens=env.counter.count_messages(prompt),
-        thread_id=thread_id,
-        resource_id=resource_id,
-        trigger="turn-sync",
+    result = yield env.model_call(
+        "reflector", prompt, thread_id=thread_id, resource_id=resource_id, trigger="turn-sync"
     )
-    parsed = parse_observer_output(_answer(result))
+    parsed = parse_observer_output(reply_text(result))
     labels = list(dict.fromkeys(s["thread"] for s in record["sections"]))
     condensed = split_threads(parsed.observations, labels)
     if not condensed:
@@ -275,11 +270,6 @@ def reflect_resource_plan(
             resource_id, record, lambda latest: apply_reflection(latest, record, condensed)
         )
     )
-
-
-def _answer(result: Any) -> str:
-    message = getattr(result, "message", result)
-    return message.text if isinstance(message, BaseMessage) else str(message)
 
 
 def _unobserved(
@@ -421,15 +411,14 @@ def _observe_batch(
         instruction=instruction,
         thread_title=False,
     )
-    result = yield ModelCall(
-        role="observer",
-        messages=prompt,
-        input_tokens=env.counter.count_messages(prompt),
+    result = yield env.model_call(
+        "observer",
+        prompt,
         thread_id=next(iter(threads)),
         resource_id=resource_id,
         trigger="turn-sync",
     )
-    parsed = parse_observer_output(_answer(result))
+    parsed = parse_observer_output(reply_text(result))
     hints = {
         k: v
         for k, v in (

@@ -15,27 +15,25 @@ Per step, before the agent's model call:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, cast
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage
 
-from langchain_om._core.cache_ttl import auto_ttl_ms
-from langchain_om._core.dates import iso, message_time, stamp_messages
+from langchain_om._core.dates import iso, stamp_messages
 from langchain_om._core.floor import floor_chunks, floor_cut
 from langchain_om._core.record import new_record
 from langchain_om._core.reflector import select_reflection_slice, should_reflect
-from langchain_om._core.temporal import gap_reminder
 from langchain_om._core.thresholds import (
     choose_activation,
     chunk_chain,
     should_buffer,
 )
-from langchain_om._core.types import OM_META_KEY, OMRecord
+from langchain_om._core.types import OMRecord
 from langchain_om._core.usage import reported_window_tokens
-from langchain_om._core.window import observation_cut, safe_cut_points
+from langchain_om._core.window import observation_cut
 from langchain_om._plans.buffer import (
     activate_reflection,
     activation_plan,
@@ -44,14 +42,7 @@ from langchain_om._plans.buffer import (
     reflection_buffer_plan,
     reflection_is_valid,
 )
-from langchain_om._plans.cycles import (
-    Cycle,
-    failure_reason,
-    logger,
-    observe_plan,
-    reflect_plan,
-    status_event,
-)
+from langchain_om._plans.cycles import Cycle, failure_reason, logger, status_event
 from langchain_om._plans.damping import (
     backoff_gate,
     backoff_state,
@@ -60,7 +51,9 @@ from langchain_om._plans.damping import (
     with_success,
 )
 from langchain_om._plans.effects import AwaitBackground, Plan, StoreBatch
+from langchain_om._plans.observation import observe_plan
 from langchain_om._plans.read_only import read_only_plan
+from langchain_om._plans.reflection import reflect_plan
 from langchain_om._plans.resource_turn import resource_turn_plan
 from langchain_om._plans.storage import (
     backoff_get_op,
@@ -68,6 +61,14 @@ from langchain_om._plans.storage import (
     buffered_read_ops,
     chunk_delete_ops,
     reflection_delete_op,
+)
+from langchain_om._plans.turn_rules import (
+    arrives_oversized,
+    buffer_candidates,
+    early_trigger,
+    insert_gap_reminder,
+    obs_key,
+    ref_key,
 )
 from langchain_om._plans.types import (
     ActivationTrigger,
@@ -78,20 +79,10 @@ from langchain_om._plans.types import (
     emit_event,
 )
 from langchain_om.errors import CycleFailedError
-from langchain_om.events import ContextOverflowEvent, TemporalGapEvent
+from langchain_om.events import ContextOverflowEvent
 
 BLOCK_WAIT_SECONDS = 60.0
 """How long a step beyond ``block_after`` waits for an in-flight buffer."""
-
-
-def obs_key(thread_id: str) -> str:
-    """Background-job key of a thread's observation buffer."""
-    return f"obs:{thread_id}"
-
-
-def ref_key(thread_id: str) -> str:
-    """Background-job key of a thread's background reflection."""
-    return f"ref:{thread_id}"
 
 
 def _load_buffered(
@@ -110,125 +101,6 @@ def _load_buffered(
     if ops:
         yield StoreBatch(ops)
     return chain, reflection
-
-
-def _idle_ms(record: OMRecord, now: datetime) -> int | None:
-    last = record.get("last_activity_at")
-    if not last:
-        return None
-    try:
-        return int((now - datetime.fromisoformat(str(last))).total_seconds() * 1000)
-    except ValueError:
-        return None
-
-
-def _ttl(setting: int | str | None, model: str | None, retention: str | None) -> int | None:
-    if setting is None:
-        return None
-    return auto_ttl_ms(model, retention=retention) if setting == "auto" else int(setting)
-
-
-def _early_trigger(
-    env: TurnEnv, inp: TurnInput, record: OMRecord, now: datetime, *, reflection: bool
-) -> ActivationTrigger | None:
-    """``"ttl"`` or ``"provider_change"`` when early activation applies, else ``None``."""
-    cfg = env.config
-    setting = (
-        cfg.reflection_activate_after_idle_ms
-        if reflection
-        else cfg.observation_activate_after_idle_ms
-    )
-    model = inp.actor_model or record.get("last_actor_model")
-    ttl = _ttl(setting, model, env.cache_retention)
-    idle = _idle_ms(record, now)
-    if ttl is not None and idle is not None and idle >= ttl:
-        return "ttl"
-    on_change = (
-        cfg.reflection_activate_on_provider_change
-        if reflection
-        else cfg.observation_activate_on_provider_change
-    )
-    last = record.get("last_actor_model")
-    if on_change and inp.actor_model and last and inp.actor_model != last:
-        return "provider_change"
-    return None
-
-
-def _insert_gap_reminder(env: TurnEnv, inp: TurnInput, out: TurnOutcome, now: datetime) -> None:
-    """Before a new user message that follows a long pause, insert a time-gap reminder."""
-    new_ids = {id(m) for m in out.stamped}
-    index = next(
-        (
-            i
-            for i in range(len(out.window) - 1, -1, -1)
-            if id(out.window[i]) in new_ids and isinstance(out.window[i], HumanMessage)
-        ),
-        None,
-    )
-    if index is None:
-        return
-    message = out.window[index]
-    if index > 0 and out.window[index - 1].id == f"__temporal_gap_{message.id}":
-        return
-    previous = message_time(out.window[index - 1]) if index > 0 else None
-    if previous is None and out.record.get("last_activity_at"):
-        previous = datetime.fromisoformat(str(out.record["last_activity_at"]))
-    if previous is None or previous >= now:
-        return
-    reminder = gap_reminder(previous, now, timezone=out.record["timezone"], precedes=message.id)
-    if reminder is None:
-        return
-    out.window.insert(index, reminder)
-    out.inserted.append(reminder)
-    meta = reminder.response_metadata[OM_META_KEY]
-    emit_event(
-        env,
-        inp,
-        TemporalGapEvent(
-            message=reminder.text,
-            gap_text=meta["gap_text"],
-            gap_ms=meta["gap_ms"],
-            timestamp=meta["ts"],
-            precedes_message_id=message.id,
-            thread_id=inp.thread_id,
-        ),
-    )
-
-
-def buffer_candidates(messages: Sequence[BaseMessage], *, idle: bool) -> list[BaseMessage]:
-    """The longest prefix of ``messages`` a background buffer may take.
-
-    Never across a pending tool call; the current turn (from the last human message on) is
-    left alone until the turn ends (``idle``), so activation never takes the message the model
-    is answering.
-    """
-    end = len(messages)
-    if not idle:
-        humans = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage)]
-        if humans:
-            end = humans[-1]
-    points = [p for p in safe_cut_points(messages) if p <= end]
-    return list(messages[: points[-1]]) if points else []
-
-
-def sync_observation_due(env: TurnEnv, record: OMRecord, tokens: int, thread_id: str) -> bool:
-    """Whether a step would observe synchronously now (for the graph's routers)."""
-    cfg = env.config
-    threshold = env.message_threshold(record)
-    if cfg.buffering_enabled and env.running(obs_key(thread_id)):
-        return tokens >= cfg.observation.block_after_tokens
-    return tokens >= threshold
-
-
-def sync_reflection_due(env: TurnEnv, record: OMRecord) -> bool:
-    """Whether a step would reflect synchronously now (for the graph's routers)."""
-    cfg = env.config
-    tokens = record["observation_tokens"]
-    if not should_reflect(
-        tokens, cfg.reflection.observation_tokens_abs, record["reflection_suppressed_at_tokens"]
-    ):
-        return False
-    return not cfg.buffering_enabled or tokens >= cfg.reflection.block_after_tokens
 
 
 @dataclass
@@ -319,7 +191,7 @@ def _prepare(step: _Step) -> Plan[_Step]:
     earlier = out.record.get("last_activity_at")
     out.stamped = stamp_messages(out.window, step.now, earlier=str(earlier) if earlier else None)
     if cfg.temporal_markers:
-        _insert_gap_reminder(env, step.inp, out, step.now)
+        insert_gap_reminder(env, step.inp, out, step.now)
     if step.buffering:
         step.chain, step.reflection = yield from _load_buffered(out.record, out.window)
     step.threshold = env.message_threshold(out.record)
@@ -360,7 +232,7 @@ def _activate_due(step: _Step) -> Plan[None]:
     trigger = (
         "threshold"
         if step.trigger_tokens >= step.threshold
-        else _early_trigger(step.env, step.inp, step.out.record, step.now, reflection=False)
+        else early_trigger(step.env, step.inp, step.out.record, step.now, reflection=False)
     )
     if trigger is None:
         return
@@ -480,26 +352,6 @@ def _sync_cut(step: _Step, *, observe_pending: bool) -> int:
     return observation_cut(window, keep_current_turn=keep, observe_pending=observe_pending)
 
 
-def arrives_oversized(
-    window: Sequence[BaseMessage],
-    count: Callable[[Sequence[BaseMessage]], int],
-    threshold: int,
-) -> bool:
-    """Whether the newest message is a user message that crosses ``threshold`` on its own.
-
-    Such a message is observed at the step it arrives (with everything before it), so one
-    poison message never sits in the window turn after turn: the agent answers from its
-    observation (head and tail kept) and can recall the raw text. The agent's own work on the
-    turn in progress (its replies, tool calls and tool results after the last user message) is
-    exempt: the agent needs a large tool result it just asked for to finish the turn, so that
-    is observed at a later step (once the turn is over, or at ``block_after`` through the
-    usual cut that keeps the newest messages).
-    """
-    if not window or not isinstance(window[-1], HumanMessage):
-        return False
-    return count(window[-1:]) >= threshold
-
-
 def _fail_backing_off(step: _Step, reason: str | None, wait: float) -> None:
     """The window reached ``block_after`` while backing off: apply ``failure_policy`` now."""
     env, inp, out = step.env, step.inp, step.out
@@ -609,7 +461,7 @@ def _reflection_step(step: _Step) -> Plan[None]:
         trigger = (
             "threshold"
             if tokens >= threshold
-            else _early_trigger(env, inp, record, step.now, reflection=True)
+            else early_trigger(env, inp, record, step.now, reflection=True)
         )
         if trigger is not None:
             out.record = yield from activate_reflection(

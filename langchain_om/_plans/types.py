@@ -13,7 +13,7 @@ from langchain_om._core.schemas import StructuredRequest
 from langchain_om._core.thresholds import message_threshold
 from langchain_om._core.tokens import TokenCounter
 from langchain_om._core.types import OMRecord
-from langchain_om._plans.effects import Plan
+from langchain_om._plans.effects import ModelCall, Plan
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import OMUsageError
 from langchain_om.events import OMEvent, StatusEvent
@@ -60,6 +60,29 @@ class TurnEnv:
             observation_tokens=cfg.reflection.observation_tokens_abs,
             logged_tokens=record["observation_tokens"],
             share_budget=cfg.share_token_budget,
+        )
+
+    def model_call(
+        self,
+        role: Literal["observer", "reflector"],
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str,
+        resource_id: str | None,
+        trigger: str,
+        cycle_id: str | None = None,
+        temperature: float | None = None,
+    ) -> ModelCall:
+        """The :class:`~langchain_om._plans.effects.ModelCall` of ``messages`` (tokens counted)."""
+        return ModelCall(
+            role=role,
+            messages=messages,
+            input_tokens=self.counter.count_messages(messages),
+            thread_id=thread_id,
+            resource_id=resource_id,
+            cycle_id=cycle_id,
+            trigger=trigger,
+            temperature=temperature,
         )
 
 

@@ -17,7 +17,7 @@ from langchain_om import ObservationalMemoryMiddleware
 from langchain_om._core.render import bounded_groups
 from langchain_om._core.retention import MIN_RETENTION, check_reflection, required_retention
 from langchain_om._core.tokens import get_default_counter
-from langchain_om._plans.turn import arrives_oversized
+from langchain_om._plans.turn_rules import arrives_oversized
 from langchain_om.testing import FunctionChatModel
 from tests.helpers import archived_ids, make_memory
 
