@@ -10,9 +10,12 @@ Modules:
     effects: the effect types and the one pair of drivers (``run_sync``/``run_async``).
     background: the background job runner (worker threads or tasks, or manual for tests).
     types: what a turn works with: ``TurnEnv``, ``TurnInput``, ``TurnOutcome``, jobs.
-    cycles: the cycle frame (events, hooks, failure) and the Observer/Reflector calls.
+    cycles: the cycle frame (events, hooks, failure, status) every cycle shares.
+    observation: the observation cycle (the Observer's judged reply, its retry, parts).
+    reflection: the reflection cycle (the Reflector's compression ladder).
     buffer: background buffering and reflection, and activation of buffered work.
     turn: one step before a model call, in six stages.
+    turn_rules: what a step consults (cycle due, early activation, arrivals, buffer take).
     resource: resource scope: parallel batches (``Gather``) and compare-and-set commits.
     resource_turn: one thread's step in resource scope.
     standalone: a thread's record and window kept in the store (no graph).
