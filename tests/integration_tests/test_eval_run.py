@@ -226,7 +226,9 @@ def test_every_system_gets_the_same_prompt(tmp_path: Path) -> None:
     settings = RunSettings(
         systems=("om", "full", "window", "summarization"),
         answer_model=FunctionChatModel(function=answer),
-        systems_settings=small_systems(),
+        # Budgets small enough that memory's context (preamble included) stays below the whole
+        # history, so the window at memory's budget is a real cut and differs from ``full``.
+        systems_settings=small_systems(message_tokens=100, observation_tokens=200),
         out=tmp_path,
         identity={"format": "locomo"},
     )
