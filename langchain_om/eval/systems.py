@@ -199,21 +199,42 @@ def _window(conv: Conversation, settings: SystemSettings, budget: int) -> Ingest
     return Ingested(render=lambda when: text, details={"budget_tokens": budget})
 
 
-def _memory(settings: SystemSettings, clock: Clock) -> tuple[Any, MeteredChatModel]:
+def _memory(
+    settings: SystemSettings, clock: Clock, failures: list[str]
+) -> tuple[Any, MeteredChatModel]:
+    """The memory under test, counting its failed observation cycles into ``failures``.
+
+    A rejected Observer reply must not end the run: by default it ``continue``s (the messages
+    stay in the window).
+    """
     metered = MeteredChatModel.wrap(settings.memory_model, settings.counter)
     om: dict[str, Any] = dict(settings.om_options)  # the run's thresholds unless it sets its own
-    om["observation"] = {"message_tokens": settings.message_tokens, **om.get("observation", {})}
+    om["observation"] = {
+        "message_tokens": settings.message_tokens,
+        "failure_policy": "continue",
+        **om.get("observation", {}),
+    }
     om["reflection"] = {
         "observation_tokens": settings.observation_tokens,
         **om.get("reflection", {}),
     }
+    hooks: dict[str, Any] = dict(om.get("hooks", {}))
+    user_end = hooks.get("on_observation_end")
+
+    def on_observation_end(ctx: Any) -> Any:
+        if ctx.get("error") is not None:
+            failures.append(type(ctx["error"]).__name__)
+        return user_end(ctx) if user_end is not None else None
+
+    om["hooks"] = {**hooks, "on_observation_end": on_observation_end}
     memory = ObservationalMemory(model=metered, clock=clock, token_counter=settings.counter, **om)
     return memory, metered
 
 
 def _om(conv: Conversation, settings: SystemSettings, progress: _Progress) -> Ingested:
     clock = Clock(conv.turns[0].timestamp if conv.turns else datetime.now(UTC))
-    memory, metered = _memory(settings, clock)
+    failures: list[str] = []
+    memory, metered = _memory(settings, clock, failures)
     by_id = {t.id: t for t in conv.turns}
     thread = {"configurable": {"thread_id": conv.id}}
     tail: list[Turn] = []
@@ -263,6 +284,7 @@ def _om(conv: Conversation, settings: SystemSettings, progress: _Progress) -> In
             observed_messages=record.get("observed_message_count", 0),
         )
     details["window_messages"] = len(window) + len(tail)
+    details["failed_observations"] = len(failures)
     return Ingested(render=render, meter=metered.meter, details=details, close=memory.close)
 
 

@@ -89,3 +89,30 @@ def test_a_call_cut_off_by_the_output_limit_is_still_metered() -> None:
         metered.invoke("observe this")
     meter = metered.meter
     assert (meter.calls, meter.input_tokens, meter.output_tokens) == (1, 120, 400)
+
+
+def test_a_rejected_observer_reply_does_not_end_the_run() -> None:
+    """A small model's unusable reply (here: the prompt echoed back) fails its cycle: the run
+    goes on, the conversation stays in the window, and the failures are counted."""
+
+    def echo(messages: list[BaseMessage], info: RecordedCall) -> str:
+        return messages[0].text[:400]
+
+    conv = load_locomo(LOCOMO).conversations[0]
+    held = ingest(
+        "om",
+        conv,
+        SystemSettings(
+            memory_model=FunctionChatModel(function=echo),
+            counter=COUNTER,
+            message_tokens=300,
+            observation_tokens=1_200,
+        ),
+    )
+    try:
+        assert held.details["failed_observations"] > 0
+        assert held.details["observed_messages"] == 0
+        assert held.details["window_messages"] == len(conv.turns)
+        assert "I finished the half marathon in two hours." in held.render(conv.turns[-1].timestamp)
+    finally:
+        held.close()
