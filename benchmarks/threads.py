@@ -6,10 +6,13 @@ buffering, ``background="manual"``: each turn's background work runs right after
 counted with it) on a fresh thread while the store holds 100, 1 000 and 5 000 other threads
 (one store per size, the turns interleaved; the other threads are copies of what one real
 thread of the same length wrote: archive, message index, buffered
-chunks, registry entry), on ``InMemoryStore`` and on SQLite (``from_sqlite``, a temporary
-file). It reports the median CPU ms per turn at each size and its ratio to the 100-thread
-figure, and, for contrast, what one namespace search over a thread's buffer costs at that
-size (the read turns used before they read by key).
+chunks, registry entry), on ``InMemoryStore``, on SQLite (``from_sqlite``, a temporary
+file) and on PostgreSQL (``from_postgres`` on ``LANGCHAIN_OM_POSTGRES_URL``, default
+``127.0.0.1:5432/test``; each size in its own temporary schema, dropped afterwards; skipped
+with a message when the server is unreachable). It reports the median CPU ms per turn at
+each size (and wall ms, which includes the database server's work) and its ratio to the
+100-thread figure, and, for contrast, what one namespace search over a thread's buffer
+costs at that size (the read turns used before they read by key).
 
 Usage::
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -28,6 +32,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from _common import RESULTS, history, machine, table
 from langchain_core.messages import BaseMessage
@@ -43,9 +48,48 @@ OPTIONS: dict[str, Any] = {
     "reflection": {"observation_tokens": 4_000},
 }
 TEMPLATE = "template"
+POSTGRES_URL = os.environ.get(
+    "LANGCHAIN_OM_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
 
 
-def _memory(store: BaseStore | None, path: str | None) -> ObservationalMemory:
+def _postgres_down() -> str | None:
+    """Why PostgreSQL cannot be measured (``None`` when it can)."""
+    try:
+        import psycopg
+
+        psycopg.connect(POSTGRES_URL, connect_timeout=3).close()
+    except ImportError:
+        return "psycopg is not installed (the postgres extra)"
+    except Exception as exc:  # any connection failure: report it and skip the backend
+        return f"no PostgreSQL at {POSTGRES_URL} ({type(exc).__name__})"
+    return None
+
+
+@contextmanager
+def _postgres_schema(size: int) -> Iterator[str]:
+    """A fresh schema for one size; yields a URL whose search_path is that schema."""
+    import psycopg
+
+    schema = f"om_bench_threads_{os.getpid()}_{size}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        conn.execute(f"CREATE SCHEMA {schema}")
+    sep = "&" if "?" in POSTGRES_URL else "?"
+    try:
+        yield f"{POSTGRES_URL}{sep}options={quote(f'-csearch_path={schema}')}"
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def _memory(
+    store: BaseStore | None, path: str | None, url: str | None = None
+) -> ObservationalMemory:
+    if url is not None:
+        return ObservationalMemory.from_postgres(
+            url, model=memory_model(), background="manual", **OPTIONS
+        )
     if path is not None:
         return ObservationalMemory.from_sqlite(
             path, model=memory_model(), background="manual", **OPTIONS
@@ -62,6 +106,7 @@ class _Thread:
         self.window: list[BaseMessage] = []
         self.record: Any = None
         self.times: list[float] = []
+        self.walls: list[float] = []
 
     def turn(self) -> None:
         i = len(self.times)
@@ -70,10 +115,11 @@ class _Thread:
             m.model_copy(update={"id": f"{self.thread_id}-{2 * i + j}"}) for j, m in enumerate(pair)
         ]
         self.window = self.window + new
-        start = time.process_time()
+        start, wall = time.process_time(), time.perf_counter()
         step = self.memory.step(thread_id=self.thread_id, window=self.window, record=self.record)
         self.memory.run_background()
         self.times.append((time.process_time() - start) * 1000)
+        self.walls.append((time.perf_counter() - wall) * 1000)
         self.record, self.window = step.record, step.window
 
 
@@ -116,6 +162,14 @@ def _backend(name: str, tmp: str, size: int) -> Iterator[ObservationalMemory]:
     if name == "InMemoryStore":
         yield _memory(InMemoryStore(), None)
         return
+    if name == "PostgreSQL":
+        with _postgres_schema(size) as url:
+            memory = _memory(None, None, url)
+            try:
+                yield memory
+            finally:
+                memory.close()
+        return
     memory = _memory(None, str(Path(tmp) / f"om-{size}.sqlite"))
     try:
         yield memory
@@ -143,6 +197,7 @@ def run_backend(name: str, sizes: list[int], turns: int) -> list[dict[str, Any]]
                 "store": name,
                 "threads": size,
                 "turn_ms": statistics.median(probe.times[turns // 2 :]),
+                "wall_ms": statistics.median(probe.walls[turns // 2 :]),
                 "search_ms": _search_ms(memory.store),
                 "items_per_thread": len(items),
             }
@@ -165,28 +220,35 @@ def main() -> None:
         lambda: run_backend("InMemoryStore", sizes, turns),
         lambda: run_backend("SQLite", sizes, turns),
     ]
+    skipped = _postgres_down()
+    if skipped is None:
+        runs.append(lambda: run_backend("PostgreSQL", sizes, turns))
+    else:
+        print(f"PostgreSQL skipped: {skipped}")
     for run in runs:
         rows += run()
     lines = [
         f"# Per-turn cost against the number of threads ({machine()})",
         "",
-        f"{turns} turns on a fresh thread per store, interleaved, median CPU of the last half "
-        "(step + its background work).",
+        f"{turns} turns on a fresh thread per store, interleaved, median CPU (and wall: it "
+        "includes the database server's work) of the last half (step + its background work).",
         "",
         *table(
-            ["store", "threads", "turn (ms)", "× at fewest", "buffer search (ms)"],
+            ["store", "threads", "turn (ms)", "× at fewest", "wall (ms)", "buffer search (ms)"],
             [
                 [
                     r["store"],
                     f"{r['threads']:,}",
                     f"{r['turn_ms']:.2f}",
                     f"{r['ratio']:.2f}×",
+                    f"{r['wall_ms']:.2f}",
                     f"{r['search_ms']:.3f}",
                 ]
                 for r in rows
             ],
             left=1,
         ),
+        *([] if skipped is None else ["", f"PostgreSQL not measured: {skipped}."]),
     ]
     text = "\n".join(lines) + "\n"
     print(text)
