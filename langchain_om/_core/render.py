@@ -347,6 +347,22 @@ def hidden_note(lines: int) -> str:
     return f"[{lines} older observation lines are not shown while the log is condensed]"
 
 
+_GROUP_SIZES: dict[tuple[Callable[[str], int], str], int] = {}
+_GROUP_SIZES_MAX = 4_096
+
+
+def _group_size(text: str, count: Callable[[str], int]) -> int:
+    """``count(text)``, memoised: a re-render after one new group recounts only that group."""
+    key = (count, text)
+    size = _GROUP_SIZES.get(key)
+    if size is None:
+        size = count(text)
+        if len(_GROUP_SIZES) >= _GROUP_SIZES_MAX:
+            _GROUP_SIZES.clear()
+        _GROUP_SIZES[key] = size
+    return size
+
+
 def bounded_groups(
     groups: Sequence[ObservationGroup], max_tokens: int, count: Callable[[str], int] | None
 ) -> tuple[list[ObservationGroup], int]:
@@ -356,7 +372,7 @@ def bounded_groups(
     everything and the next reflection condenses it all). When the newest group alone is too
     large, its newest lines that fit are shown (its first ``Date:`` header kept).
     """
-    sizes = [count(g["text"]) if count else int(g.get("tokens") or 0) for g in groups]
+    sizes = [_group_size(g["text"], count) if count else int(g.get("tokens") or 0) for g in groups]
     if sum(sizes) <= max_tokens:
         return list(groups), 0
     kept: list[ObservationGroup] = []
