@@ -348,18 +348,23 @@ def hidden_note(lines: int) -> str:
 
 
 _GROUP_SIZES: dict[tuple[Callable[[str], int], str], int] = {}
-_GROUP_SIZES_MAX = 4_096
+_GROUP_SIZES_CHARS = [0]
+_GROUP_SIZES_MAX_CHARS = 4_000_000
 
 
 def _group_size(text: str, count: Callable[[str], int]) -> int:
-    """``count(text)``, memoised: a re-render after one new group recounts only that group."""
+    """``count(text)``, memoised (at most ~4 M characters of keys): a re-render after one new
+    group recounts only that group, and the newest lines of an unchanged oversized group are
+    not measured again."""
     key = (count, text)
     size = _GROUP_SIZES.get(key)
     if size is None:
         size = count(text)
-        if len(_GROUP_SIZES) >= _GROUP_SIZES_MAX:
+        if _GROUP_SIZES_CHARS[0] + len(text) > _GROUP_SIZES_MAX_CHARS:
             _GROUP_SIZES.clear()
+            _GROUP_SIZES_CHARS[0] = 0
         _GROUP_SIZES[key] = size
+        _GROUP_SIZES_CHARS[0] += len(text)
     return size
 
 
@@ -388,7 +393,9 @@ def bounded_groups(
     hidden = sum(_bullets(g["text"]) for g in groups[:-1])
     newest = groups[-1]
     lines = newest["text"].strip().splitlines()
-    measure = count or (lambda text: len(text) // 3 + 1)
+    measure: Callable[[str], int] = (
+        (lambda text: _group_size(text, count)) if count else (lambda text: len(text) // 3 + 1)
+    )
 
     def from_line(k: int) -> list[str]:  # lines[k:] under the Date: header that dates them
         header = next((h for h in reversed(lines[:k]) if h.startswith("Date:")), None)
