@@ -24,6 +24,7 @@ most of them; a vague summary ("discussed the move and some options") keeps few.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -118,6 +119,12 @@ def key_facts(text: str, *, high_only: bool = True) -> set[str]:
     identifiers are tokens holding ``/``, ``_``, ``#``, ``@`` or an inner ``.``. Everything is
     case-folded.
     """
+    return set(_key_facts(text, high_only))
+
+
+@functools.lru_cache(maxsize=32)
+def _key_facts(text: str, high_only: bool) -> frozenset[str]:
+    """:func:`key_facts`, memoised: the retries of one reflection judge the same input."""
     facts: set[str] = set()
     for line in text.splitlines():
         if parse_date_header(line.strip()) is not None:
@@ -137,7 +144,13 @@ def key_facts(text: str, *, high_only: bool = True) -> set[str]:
                 facts.add(folded)
             elif index > 0 and token[0].isupper() and folded not in _COMMON:
                 facts.add(folded)
-    return facts
+    return frozenset(facts)
+
+
+@functools.lru_cache(maxsize=32)
+def _input_days(text: str) -> tuple[object, ...]:
+    """:func:`_days` of a reflection's input, memoised like :func:`_key_facts`."""
+    return tuple(_days(text))
 
 
 def _days(text: str) -> list[object]:
@@ -187,12 +200,12 @@ def check_reflection(
         target_tokens: the size the reflection was asked to stay under.
     """
     high = any(_HIGH in line[:8] for line in input_text.splitlines())
-    facts = key_facts(input_text, high_only=high)
+    facts = _key_facts(input_text, high)
     haystack = _normal_number(output_text).casefold()
     numbers = set(_NUMBER.findall(haystack))  # once: a per-fact regex scan is quadratic
     kept = sum(1 for fact in facts if (fact in numbers if fact[0].isdigit() else fact in haystack))
     retention = kept / len(facts) if facts else 1.0
-    days_in, days_out = _days(input_text), _days(output_text)
+    days_in, days_out = _input_days(input_text), _days(output_text)
     kept_days = sum(1 for day in days_in if day in days_out)
 
     def verdict(reason: RetentionReason | None, detail: str) -> RetentionVerdict:
