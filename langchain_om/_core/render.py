@@ -29,6 +29,7 @@ plan or wish ("will", "plans to", "looking forward to", …) for a date already 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -336,10 +337,19 @@ def _annotated(
     out: list[str] = []
     previous: date | None = None
     for group in groups:
-        text = neutralise(group["text"].strip(), openings=openings, dates=False)
-        body, previous = annotate_relative_time(text, today, previous)
+        body, previous = _annotated_group(group["text"], today, previous, openings)
         out.append(body)
     return out
+
+
+@functools.lru_cache(maxsize=512)
+def _annotated_group(
+    text: str, today: date, previous: date | None, openings: tuple[str, ...]
+) -> tuple[str, date | None]:
+    """One group of :func:`_annotated`, memoised: a re-render relabels only what changed."""
+    return annotate_relative_time(
+        neutralise(text.strip(), openings=openings, dates=False), today, previous
+    )
 
 
 def hidden_note(lines: int) -> str:
