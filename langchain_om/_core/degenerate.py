@@ -30,6 +30,7 @@ as the source of a reflection: a loop already in the log must not excuse a Refle
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import zlib
@@ -124,6 +125,12 @@ def loop_key(line: str) -> str:
 
 def is_degenerate(text: str, *, source: str | None = None) -> bool:
     """Whether ``text`` looks like a repetition loop (see :func:`find_loop`)."""
+    return _is_degenerate(text, source)
+
+
+@functools.lru_cache(maxsize=64)
+def _is_degenerate(text: str, source: str | None) -> bool:
+    """:func:`is_degenerate`, memoised: parsing a reply and judging it check the same text."""
     return find_loop(text, source=source) is not None
 
 
