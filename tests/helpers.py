@@ -173,8 +173,14 @@ def build_agent(
     )
 
 
-def build_graph(memory: ObservationalMemory, actor: FunctionChatModel) -> Any:
-    """A hand-built model/tools ``StateGraph`` with memory added by ``add_observational_memory``."""
+def build_graph(
+    memory: ObservationalMemory, actor: FunctionChatModel, *, storage: bool = True
+) -> Any:
+    """A hand-built model/tools ``StateGraph`` with memory added by ``add_observational_memory``.
+
+    ``storage=False`` compiles it without checkpointer and store, as a LangGraph Platform app
+    exports it (the server attaches its own).
+    """
     llm = actor.bind_tools([lookup])
     builder = StateGraph(MessagesState)
     builder.add_node("model", lambda s: {"messages": [llm.invoke(s["messages"])]})
@@ -183,6 +189,8 @@ def build_graph(memory: ObservationalMemory, actor: FunctionChatModel) -> Any:
     builder.add_conditional_edges("model", tools_condition, {"tools": "tools", END: END})
     builder.add_edge("tools", "model")
     add_observational_memory(builder, memory)
+    if not storage:
+        return builder.compile()
     return builder.compile(checkpointer=memory.checkpointer, store=memory.store)
 
 

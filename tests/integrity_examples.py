@@ -309,3 +309,13 @@ Date: Nov 4, 2026
 Date: Nov 6, 2026
 * 🔴 (10:03) A viewing was arranged and the user discussed the upfront costs and the deposit with the assistant, who sent a proposal."""
 """A reflection of LOG_MOVE that keeps the days and marks but none of the specifics."""
+
+
+def oversized_reply() -> str:
+    """A well-formed Observer reply far larger than any input it could be about (600 lines)."""
+    words = "apple birch cedar dune ember fjord grove heron iris jade kelp lotus maple".split()
+    lines = [
+        f"* 🟡 (09:{i % 60:02d}) User named {words[i % 13]} {words[i // 13 % 13]} {words[i // 169]}"
+        for i in range(600)
+    ]
+    return "<observations>\nDate: Nov 30, 2026\n" + "\n".join(lines) + "\n</observations>"

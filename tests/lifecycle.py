@@ -48,15 +48,6 @@ _HTML = "<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1><hr>nginx</body></ht
 _NUMBER_LOOP = "\n".join(f"* 🟡 (10:{i:02d}) Item {i} was checked again." for i in range(40))
 
 
-def _oversized() -> str:
-    words = "apple birch cedar dune ember fjord grove heron iris jade kelp lotus maple".split()
-    lines = [
-        f"* 🟡 (09:{i % 60:02d}) User named {words[i % 13]} {words[i // 13 % 13]} {words[i // 169]}"
-        for i in range(600)
-    ]
-    return "<observations>\nDate: Nov 30, 2026\n" + "\n".join(lines) + "\n</observations>"
-
-
 OBSERVER_FAULTS: dict[str, Callable[[], Any]] = {
     "empty": lambda: "",
     "empty-block": lambda: "<observations>\n</observations>",
@@ -64,7 +55,7 @@ OBSERVER_FAULTS: dict[str, Callable[[], Any]] = {
     "html": lambda: _HTML,
     "json": lambda: '{"observations": ["User said hi"]}',
     "echo": lambda: _ECHO,
-    "oversized": _oversized,
+    "oversized": ex.oversized_reply,
     "time-loop": lambda: f"<observations>\n{ex.CAROLINE_LOOP}\n</observations>",
     "number-loop": lambda: f"<observations>\n{_NUMBER_LOOP}\n</observations>",
     "429": lambda: rate_limit_error(retry_after=60),

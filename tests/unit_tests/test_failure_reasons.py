@@ -57,15 +57,6 @@ NUMBER_LOOP = (
 )
 
 
-def _oversized() -> str:
-    words = "apple birch cedar dune ember fjord grove heron iris jade kelp lotus maple".split()
-    lines = [
-        f"* 🟡 (09:{i % 60:02d}) User named {words[i % 13]} {words[i // 13 % 13]} {words[i // 169]}"
-        for i in range(600)
-    ]
-    return "<observations>\nDate: Nov 30, 2026\n" + "\n".join(lines) + "\n</observations>"
-
-
 def _memory(
     observer: Any, reflector: Any, sink: list[Any], *, log_tokens: int = 400
 ) -> ObservationalMemory:
@@ -107,7 +98,7 @@ def test_observer_failure_has_its_reason_everywhere(
     reply: Any, reason: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     if reply is None:
-        reply = NUMBER_LOOP if reason == "degenerate" else _oversized()
+        reply = NUMBER_LOOP if reason == "degenerate" else ex.oversized_reply()
     observer = ScriptedChatModel(script=[reply, reply])
     ends: list[Any] = []
     events: list[OMEvent] = []

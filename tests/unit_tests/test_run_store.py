@@ -15,19 +15,17 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.store.memory import InMemoryStore
 
 from langchain_om import (
     ObservationalMemory,
     ObservationalMemoryMiddleware,
-    add_observational_memory,
 )
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
 from tests.helpers import (
     APP_OPTIONS,
     actor_reply,
+    build_graph,
     expected_messages,
     lookup,
     thread_observer_reply,
@@ -49,14 +47,7 @@ def platform_agent(memory: ObservationalMemory, actor: FunctionChatModel) -> Any
 
 def platform_graph(memory: ObservationalMemory, actor: FunctionChatModel) -> Any:
     """A ``StateGraph`` with memory, compiled without a checkpointer or store."""
-    llm = actor.bind_tools([lookup])
-    builder = StateGraph(MessagesState)
-    builder.add_node("model", lambda s: {"messages": [llm.invoke(s["messages"])]})
-    builder.add_node("tools", ToolNode([lookup]))
-    builder.add_edge(START, "model")
-    builder.add_conditional_edges("model", tools_condition, {"tools": "tools", END: END})
-    builder.add_edge("tools", "model")
-    return add_observational_memory(builder, memory).compile()
+    return build_graph(memory, actor, storage=False)
 
 
 def served(graph: Any, store: InMemoryStore, saver: InMemorySaver) -> Any:
