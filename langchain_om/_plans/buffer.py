@@ -14,15 +14,17 @@ synchronous path takes over at the threshold.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.messages import BaseMessage
 
+from langchain_om._core.backoff import BackoffState, record_failure
 from langchain_om._core.dates import iso
 from langchain_om._core.record import append_observations, make_group, new_id, stable_id
 from langchain_om._core.reflector import apply_reflection, buffered_reflection_target
 from langchain_om._core.types import OMRecord
-from langchain_om._plans.cycles import Cycle, buffering_start, run_cycle
+from langchain_om._plans.cycles import Cycle, buffering_start, failure_reason, run_cycle
+from langchain_om._plans.damping import retry_after_of
 from langchain_om._plans.effects import Plan, StoreBatch
 from langchain_om._plans.extract import extract_plan, reflection_extractors
 from langchain_om._plans.observation import call_observer
@@ -215,15 +217,35 @@ def reflection_buffer_plan(
     group_ids: Sequence[str],
     *,
     cycle_id: str | None = None,
+    failed_before: BackoffState | None = None,
 ) -> Plan[None]:
-    """Reflect the leading groups ``group_ids`` in the background and store it. Never raises."""
+    """Reflect the leading groups ``group_ids`` in the background and store it. Never raises.
+
+    A failure is stored in the reflection's place as a marker (:func:`reflection_failure`)
+    carrying the backoff state (``failed_before`` plus this failure), so later turns wait
+    before they start another background reflection instead of retrying at every turn.
+    """
     wanted = set(group_ids)
     groups = [g for g in record["groups"] if g["id"] in wanted]
     slice_tokens = sum(g["tokens"] for g in groups)
 
     def body(cycle: Cycle) -> Plan[tuple[OMRecord, dict[str, Any]]]:
         target = buffered_reflection_target(slice_tokens)
-        best = yield from call_reflector(cycle, groups, target=target, skip_continuation_hints=True)
+        try:
+            best = yield from call_reflector(
+                cycle, groups, target=target, skip_continuation_hints=True
+            )
+        except Exception as exc:
+            now = env.now()
+            state = record_failure(
+                failed_before,
+                now=now,
+                reason=failure_reason(exc),
+                retry_after=retry_after_of(exc, now=now),
+            )
+            marker = {FAILED_KEY: dict(state), "group_ids": list(group_ids)}
+            yield StoreBatch([reflection_put_op(record["thread_id"], marker)])
+            raise
         found = yield from extract_plan(
             env,
             cycle.context(),
@@ -254,9 +276,19 @@ def reflection_buffer_plan(
     yield from run_cycle(cycle, body)
 
 
+FAILED_KEY = "failed"
+"""Key of a stored background-reflection failure marker (its value: the backoff state)."""
+
+
+def reflection_failure(stored: Mapping[str, Any] | None) -> BackoffState | None:
+    """The backoff state of a stored failure marker, or ``None`` for a real reflection."""
+    state = stored.get(FAILED_KEY) if stored else None
+    return cast(BackoffState, state) if isinstance(state, Mapping) else None
+
+
 def reflection_is_valid(record: OMRecord, buffered: Mapping[str, Any] | None) -> bool:
     """A stored reflection applies when its groups are still the log's leading groups."""
-    if not buffered:
+    if not buffered or reflection_failure(buffered) is not None:
         return False
     ids = [str(i) for i in buffered.get("group_ids") or []]
     leading = [g["id"] for g in record["groups"][: len(ids)]]

@@ -22,6 +22,7 @@ from typing import Any, cast
 
 from langchain_core.messages import BaseMessage
 
+from langchain_om._core.backoff import BackoffState, decide_attempt
 from langchain_om._core.dates import iso, stamp_messages
 from langchain_om._core.floor import floor_chunks, floor_cut
 from langchain_om._core.record import new_record
@@ -40,6 +41,7 @@ from langchain_om._plans.buffer import (
     announce_buffering,
     buffer_plan,
     reflection_buffer_plan,
+    reflection_failure,
     reflection_is_valid,
 )
 from langchain_om._plans.cycles import Cycle, failure_reason, logger, status_event
@@ -87,20 +89,27 @@ BLOCK_WAIT_SECONDS = 60.0
 
 def _load_buffered(
     record: OMRecord, window: Sequence[BaseMessage]
-) -> Plan[tuple[list[Mapping[str, Any]], Mapping[str, Any] | None]]:
-    """Read stored chunks and reflection; drop the ones that no longer apply."""
+) -> Plan[tuple[list[Mapping[str, Any]], Mapping[str, Any] | None, BackoffState | None]]:
+    """Read stored chunks and reflection; drop the ones that no longer apply.
+
+    Returns the chain, the stored reflection, and the backoff of a failed background
+    reflection (its marker stays stored until a reflection replaces it).
+    """
     thread_id = record["thread_id"]
     window_ids = [m.id for m in window]
     *items, ref_item = yield StoreBatch(buffered_read_ops(thread_id, window_ids))
     chain, stale = chunk_chain(window_ids, [i.value for i in items if i is not None])
     ops: list[Any] = chunk_delete_ops(thread_id, stale)
     reflection = ref_item.value if ref_item is not None else None
-    if reflection is not None and not reflection_is_valid(record, reflection):
+    failed = reflection_failure(reflection)
+    if failed is not None:
+        reflection = None
+    elif reflection is not None and not reflection_is_valid(record, reflection):
         ops.append(reflection_delete_op(thread_id))
         reflection = None
     if ops:
         yield StoreBatch(ops)
-    return chain, reflection
+    return chain, reflection, failed
 
 
 @dataclass
@@ -123,6 +132,8 @@ class _Step:
     """Stored chunks not activated yet (a valid prefix chain of the window)."""
     reflection: Mapping[str, Any] | None = None
     """The stored background reflection, if any."""
+    reflection_failed: BackoffState | None = None
+    """The backoff of a failed background reflection, if one is stored."""
 
     @property
     def buffering(self) -> bool:
@@ -193,7 +204,9 @@ def _prepare(step: _Step) -> Plan[_Step]:
     if cfg.temporal_markers:
         insert_gap_reminder(env, step.inp, out, step.now)
     if step.buffering:
-        step.chain, step.reflection = yield from _load_buffered(out.record, out.window)
+        step.chain, step.reflection, step.reflection_failed = yield from _load_buffered(
+            out.record, out.window
+        )
     step.threshold = env.message_threshold(out.record)
     step.block_after = cfg.observation.block_after_tokens if step.buffering else step.threshold
     step.recount()
@@ -251,7 +264,9 @@ def _await_buffer(step: _Step) -> Plan[None]:
     if step.tokens < step.block_after or not step.env.running(step.obs_key):
         return
     yield AwaitBackground(step.obs_key, BLOCK_WAIT_SECONDS)
-    step.chain, step.reflection = yield from _load_buffered(step.out.record, step.out.window)
+    step.chain, step.reflection, step.reflection_failed = yield from _load_buffered(
+        step.out.record, step.out.window
+    )
     yield from _activate(step, step.chain, "threshold")
     step.chain = []
 
@@ -496,9 +511,9 @@ def _reflect_now(step: _Step) -> Plan[None]:
         out.record = suppressed  # type: ignore[assignment]
         return
     out.reflected = True
-    if step.reflection is not None:
+    if step.reflection is not None or step.reflection_failed is not None:
         yield StoreBatch([reflection_delete_op(inp.thread_id)])
-        step.reflection = None
+        step.reflection = step.reflection_failed = None
 
 
 def _start_background_reflection(step: _Step) -> None:
@@ -509,6 +524,7 @@ def _start_background_reflection(step: _Step) -> None:
         record["observation_tokens"] < start_at
         or len(record["groups"]) <= 1
         or env.running(step.ref_key)
+        or _backing_off(step.reflection_failed, step.now)
     ):
         return
     ids = select_reflection_slice(record["groups"], start_at)
@@ -522,8 +538,14 @@ def _start_background_reflection(step: _Step) -> None:
         dict(record),  # type: ignore[arg-type]
         ids,
         cycle_id=cycle_id,
+        failed_before=step.reflection_failed,
     )
     out.jobs.append(BackgroundJob(step.ref_key, plan))
+
+
+def _backing_off(failed: BackoffState | None, now: datetime) -> bool:
+    """Whether a failed background reflection's delay has not passed yet (then no new one)."""
+    return decide_attempt(failed, now=now, tokens=0, block_after=1).action != "attempt"
 
 
 def idle_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
@@ -531,7 +553,7 @@ def idle_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
     out = TurnOutcome(record=_new_record(env, inp, env.now()), window=list(inp.window))
     if not env.config.buffering_enabled or env.running(obs_key(inp.thread_id)):
         return out
-    chain, _ = yield from _load_buffered(out.record, out.window)
+    chain, _, _ = yield from _load_buffered(out.record, out.window)
     candidates = _uncovered(chain, out.window, idle=True)
     if candidates:
         out.jobs.append(_buffer_job(env, inp, out.record, chain, candidates))

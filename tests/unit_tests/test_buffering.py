@@ -320,3 +320,62 @@ def test_turns_read_buffered_chunks_by_key_not_by_namespace_search() -> None:
     assert not [op for op in searches if "buffer" in op.namespace_prefix]
     reads = [op for op in store.ops if isinstance(op, GetOp) and "buffer" in op.namespace]
     assert reads and {op.namespace[-1] for op in reads} == {"t"}
+
+
+def test_a_failing_background_reflection_backs_off_across_turns() -> None:
+    """A background reflection that fails is not started again at the next turn: later turns
+    wait out the backoff (exponential from 5 s), then try again; a success clears it."""
+    clock = Clock()
+    state = {"fail": True}
+    reflector_calls: list[int] = []
+
+    def reflector(messages: list[BaseMessage], info: RecordedCall) -> Any:
+        reflector_calls.append(len(reflector_calls))
+        if state["fail"]:
+            raise RuntimeError("reflector down")
+        return memory_model(keep=0.5).function(messages, info)  # type: ignore[misc]
+
+    memory = ObservationalMemory(
+        observation={"message_tokens": 200, "model": memory_model()},
+        reflection={
+            "observation_tokens": 400,
+            "buffer_activation": 0.5,
+            "model": FunctionChatModel(function=reflector),
+        },
+        background="manual",
+        clock=clock,
+    )
+    events: list[Any] = []
+    memory.on_debug_event = events.append
+    record: dict[str, Any] | None = None
+    window: list[BaseMessage] = []
+
+    def turn(i: int) -> None:
+        nonlocal record, window
+        window = window + [
+            HumanMessage(f"fact {i} " + "detail " * 15, id=f"h{i}"),
+            AIMessage(f"noted {i}", id=f"a{i}"),
+        ]
+        out = memory.step(thread_id="t", window=window, record=record)
+        record, window = dict(out.record), out.window
+        memory.run_background()
+        clock.now += timedelta(seconds=1)
+
+    i = 0
+    while not reflector_calls and i < 200:
+        turn(i)
+        i += 1
+    assert reflector_calls, "no background reflection started"
+    failed = [e for e in events if e.type == "data-om-buffering-failed"]
+    assert failed and failed[-1].operation_type == "reflection"
+    calls_after_first_failure = len(reflector_calls)
+    for _ in range(3):  # 3 s later: still inside the 5 s backoff
+        turn(i)
+        i += 1
+    assert len(reflector_calls) == calls_after_first_failure
+    state["fail"] = False
+    for _ in range(6):  # past the delay: tried again, and it succeeds
+        turn(i)
+        i += 1
+    assert len(reflector_calls) > calls_after_first_failure
+    assert record is not None
