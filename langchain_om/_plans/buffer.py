@@ -30,6 +30,7 @@ from langchain_om._plans.extract import extract_plan, reflection_extractors
 from langchain_om._plans.observation import call_observer
 from langchain_om._plans.reflection import call_reflector
 from langchain_om._plans.storage import (
+    buffer_backoff_put_op,
     chunk_delete_ops,
     chunk_put_op,
     observed_plan,
@@ -81,13 +82,22 @@ def buffer_plan(
     pending_texts: Sequence[str],
     *,
     cycle_id: str | None = None,
+    failed_before: BackoffState | None = None,
 ) -> Plan[None]:
-    """Observe ``messages`` in the background and store the chunk. Never raises."""
+    """Observe ``messages`` in the background and store the chunk. Never raises.
+
+    A failure stores the thread's buffering backoff (``failed_before`` plus this failure), so
+    later turns wait out the delay before they buffer again; a stored chunk clears it.
+    """
     thread_id = record["thread_id"]
     tokens_in = env.counter.count_messages(messages)
 
     def body(cycle: Cycle) -> Plan[tuple[OMRecord, dict[str, Any]]]:
-        parsed = yield from call_observer(cycle, messages, pending_texts=pending_texts)
+        try:
+            parsed = yield from call_observer(cycle, messages, pending_texts=pending_texts)
+        except Exception as exc:
+            yield StoreBatch([buffer_backoff_put_op(thread_id, _failed(env, failed_before, exc))])
+            raise
         found = run_extractors(
             env.extractors, parsed.extracted, record["extracted"], thread_id=thread_id
         )
@@ -113,7 +123,8 @@ def buffer_plan(
             "extracted": found.values,
         }
         # Persisted before announced.
-        yield StoreBatch([chunk_put_op(thread_id, chunk)])
+        cleared = [buffer_backoff_put_op(thread_id, None)] if failed_before else []
+        yield StoreBatch([chunk_put_op(thread_id, chunk), *cleared])
         return record, {
             "buffered_tokens": chunk["tokens"],
             "observations": text,
@@ -123,6 +134,14 @@ def buffer_plan(
 
     cycle = _background_cycle(env, inp, record, "observation", tokens_in, cycle_id)
     yield from run_cycle(cycle, body)
+
+
+def _failed(env: TurnEnv, before: BackoffState | None, exc: BaseException) -> BackoffState:
+    """The backoff state after a failed background cycle (``Retry-After`` honoured)."""
+    now = env.now()
+    return record_failure(
+        before, now=now, reason=failure_reason(exc), retry_after=retry_after_of(exc, now=now)
+    )
 
 
 def activation_plan(
@@ -236,14 +255,10 @@ def reflection_buffer_plan(
                 cycle, groups, target=target, skip_continuation_hints=True
             )
         except Exception as exc:
-            now = env.now()
-            state = record_failure(
-                failed_before,
-                now=now,
-                reason=failure_reason(exc),
-                retry_after=retry_after_of(exc, now=now),
-            )
-            marker = {FAILED_KEY: dict(state), "group_ids": list(group_ids)}
+            marker = {
+                FAILED_KEY: dict(_failed(env, failed_before, exc)),
+                "group_ids": list(group_ids),
+            }
             yield StoreBatch([reflection_put_op(record["thread_id"], marker)])
             raise
         found = yield from extract_plan(

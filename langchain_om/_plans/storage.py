@@ -113,6 +113,16 @@ def backoff_put_op(thread_id: str, state: Mapping[str, Any] | None) -> PutOp:
     return PutOp(backoff_ns(thread_id), "current", dict(state) if state else None, index=False)
 
 
+def buffer_backoff_get_op(thread_id: str) -> GetOp:
+    """Get op for the backoff a failed background observation (buffering) left."""
+    return GetOp(backoff_ns(thread_id), "buffer")
+
+
+def buffer_backoff_put_op(thread_id: str, state: Mapping[str, Any] | None) -> PutOp:
+    """Put op storing (``None``: deleting) a thread's background-observation backoff."""
+    return PutOp(backoff_ns(thread_id), "buffer", dict(state) if state else None, index=False)
+
+
 MAX_CHUNKS = 10_000
 """Most buffered chunks read for a thread."""
 

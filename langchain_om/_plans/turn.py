@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from langchain_core.messages import BaseMessage
 
@@ -60,6 +60,7 @@ from langchain_om._plans.resource_turn import resource_turn_plan
 from langchain_om._plans.storage import (
     backoff_get_op,
     backoff_put_op,
+    buffer_backoff_get_op,
     buffered_read_ops,
     chunk_delete_ops,
     reflection_delete_op,
@@ -87,17 +88,25 @@ BLOCK_WAIT_SECONDS = 60.0
 """How long a step beyond ``block_after`` waits for an in-flight buffer."""
 
 
-def _load_buffered(
-    record: OMRecord, window: Sequence[BaseMessage]
-) -> Plan[tuple[list[Mapping[str, Any]], Mapping[str, Any] | None, BackoffState | None]]:
-    """Read stored chunks and reflection; drop the ones that no longer apply.
+class _Buffered(NamedTuple):
+    """What a step reads of its thread's background work."""
 
-    Returns the chain, the stored reflection, and the backoff of a failed background
-    reflection (its marker stays stored until a reflection replaces it).
-    """
+    chain: list[Mapping[str, Any]]
+    """Stored chunks forming a prefix chain of the window."""
+    reflection: Mapping[str, Any] | None
+    """A stored background reflection that still applies."""
+    reflection_failed: BackoffState | None
+    """The backoff of a failed background reflection (its marker stays until replaced)."""
+    buffer_failed: BackoffState | None
+    """The backoff of a failed background observation."""
+
+
+def _load_buffered(record: OMRecord, window: Sequence[BaseMessage]) -> Plan[_Buffered]:
+    """Read stored chunks, reflection and backoffs; drop the ones that no longer apply."""
     thread_id = record["thread_id"]
     window_ids = [m.id for m in window]
-    *items, ref_item = yield StoreBatch(buffered_read_ops(thread_id, window_ids))
+    reads = [*buffered_read_ops(thread_id, window_ids), buffer_backoff_get_op(thread_id)]
+    *items, ref_item, backoff_item = yield StoreBatch(reads)
     chain, stale = chunk_chain(window_ids, [i.value for i in items if i is not None])
     ops: list[Any] = chunk_delete_ops(thread_id, stale)
     reflection = ref_item.value if ref_item is not None else None
@@ -109,7 +118,8 @@ def _load_buffered(
         reflection = None
     if ops:
         yield StoreBatch(ops)
-    return chain, reflection, failed
+    buffer_failed = cast(BackoffState, backoff_item.value) if backoff_item is not None else None
+    return _Buffered(chain, reflection, failed, buffer_failed)
 
 
 @dataclass
@@ -134,6 +144,15 @@ class _Step:
     """The stored background reflection, if any."""
     reflection_failed: BackoffState | None = None
     """The backoff of a failed background reflection, if one is stored."""
+    buffer_failed: BackoffState | None = None
+    """The backoff of a failed background observation, if one is stored."""
+
+    def load(self, buffered: _Buffered) -> None:
+        self.chain, self.reflection = buffered.chain, buffered.reflection
+        self.reflection_failed, self.buffer_failed = (
+            buffered.reflection_failed,
+            buffered.buffer_failed,
+        )
 
     @property
     def buffering(self) -> bool:
@@ -204,9 +223,7 @@ def _prepare(step: _Step) -> Plan[_Step]:
     if cfg.temporal_markers:
         insert_gap_reminder(env, step.inp, out, step.now)
     if step.buffering:
-        step.chain, step.reflection, step.reflection_failed = yield from _load_buffered(
-            out.record, out.window
-        )
+        step.load((yield from _load_buffered(out.record, out.window)))
     step.threshold = env.message_threshold(out.record)
     step.block_after = cfg.observation.block_after_tokens if step.buffering else step.threshold
     step.recount()
@@ -264,9 +281,7 @@ def _await_buffer(step: _Step) -> Plan[None]:
     if step.tokens < step.block_after or not step.env.running(step.obs_key):
         return
     yield AwaitBackground(step.obs_key, BLOCK_WAIT_SECONDS)
-    step.chain, step.reflection, step.reflection_failed = yield from _load_buffered(
-        step.out.record, step.out.window
-    )
+    step.load((yield from _load_buffered(step.out.record, step.out.window)))
     yield from _activate(step, step.chain, "threshold")
     step.chain = []
 
@@ -395,6 +410,7 @@ def _buffer_job(
     chain: Sequence[Mapping[str, Any]],
     candidates: Sequence[BaseMessage],
     cycle_id: str | None = None,
+    failed_before: BackoffState | None = None,
 ) -> BackgroundJob:
     """The background job buffering ``candidates`` (after the chunks of ``chain``)."""
     texts = [str(c["text"]) for c in chain]
@@ -406,6 +422,7 @@ def _buffer_job(
         candidates,
         texts,
         cycle_id=cycle_id,
+        failed_before=failed_before,
     )
     return BackgroundJob(obs_key(inp.thread_id), plan)
 
@@ -420,6 +437,8 @@ def _uncovered(
 def _start_buffer(step: _Step) -> None:
     """6. Start a background buffer when an interval of uncovered tokens has built up."""
     env, inp, out = step.env, step.inp, step.out
+    if _backing_off(step.buffer_failed, step.now):
+        return
     candidates = _uncovered(step.chain, out.window, idle=inp.idle)
     unbuffered = env.counter.count_messages(candidates) if candidates else 0
     interval = env.config.observation.buffer_interval_tokens or step.threshold
@@ -431,7 +450,9 @@ def _start_buffer(step: _Step) -> None:
         idle=inp.idle,
     ):
         cycle_id = announce_buffering(env, inp, out.record, "observation", unbuffered)
-        out.jobs.append(_buffer_job(env, inp, out.record, step.chain, candidates, cycle_id))
+        out.jobs.append(
+            _buffer_job(env, inp, out.record, step.chain, candidates, cycle_id, step.buffer_failed)
+        )
 
 
 def _close(step: _Step) -> None:
@@ -553,8 +574,14 @@ def idle_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
     out = TurnOutcome(record=_new_record(env, inp, env.now()), window=list(inp.window))
     if not env.config.buffering_enabled or env.running(obs_key(inp.thread_id)):
         return out
-    chain, _, _ = yield from _load_buffered(out.record, out.window)
-    candidates = _uncovered(chain, out.window, idle=True)
+    buffered = yield from _load_buffered(out.record, out.window)
+    if _backing_off(buffered.buffer_failed, env.now()):
+        return out
+    candidates = _uncovered(buffered.chain, out.window, idle=True)
     if candidates:
-        out.jobs.append(_buffer_job(env, inp, out.record, chain, candidates))
+        out.jobs.append(
+            _buffer_job(
+                env, inp, out.record, buffered.chain, candidates, None, buffered.buffer_failed
+            )
+        )
     return out

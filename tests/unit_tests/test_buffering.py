@@ -379,3 +379,39 @@ def test_a_failing_background_reflection_backs_off_across_turns() -> None:
         i += 1
     assert len(reflector_calls) > calls_after_first_failure
     assert record is not None
+
+
+def test_a_failing_background_observation_backs_off_across_turns() -> None:
+    """Buffering that fails is not retried at every turn: 1 s turns with a failing Observer
+    call it after 5 s, then 10 s (exponential backoff), not at each of the turns between."""
+    clock = Clock()
+    calls: list[int] = []
+
+    def observer(messages: list[BaseMessage], info: RecordedCall) -> Any:
+        calls.append(len(calls))
+        raise RuntimeError("observer down")
+
+    memory = ObservationalMemory(
+        model=FunctionChatModel(function=observer),
+        observation={"message_tokens": 2_000, "buffer_tokens": 0.2, "failure_policy": "continue"},
+        background="manual",
+        clock=clock,
+    )
+    record: Any = None
+    window: list[BaseMessage] = []
+    per_turn: list[int] = []
+    for i in range(22):
+        window = window + [
+            HumanMessage(f"turn {i} " + "w " * 60, id=f"h{i}"),
+            AIMessage("ok", id=f"a{i}"),
+        ]
+        out = memory.step(thread_id="t", window=window, record=record)
+        record, window = out.record, out.window
+        memory.run_background()  # fails, must not raise
+        per_turn.append(len(calls))
+        clock.now += timedelta(seconds=1)
+    first = per_turn.index(1)
+    assert per_turn[first + 4] == 1  # inside the first 5 s: no new attempt
+    assert per_turn[first + 5] == 2  # the second attempt
+    assert per_turn[first + 14] == 2  # inside the next 10 s
+    assert len(window) == 44  # nothing was removed
