@@ -10,6 +10,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from langchain_om._core.acceptance import (
     OVERSIZE_FLOOR_TOKENS,
+    ObservationVerdict,
     format_reminder,
     instruction_text,
     judge_observation,
@@ -37,6 +38,18 @@ _PROMPT = build_observer_messages(
     thread_title=True,
 )
 INSTRUCTIONS = instruction_text(_PROMPT)
+
+
+def judged(reply: str) -> ObservationVerdict:
+    """The verdict on ``reply`` for a 900-token batch under the default prompt's instructions."""
+    return judge_observation(
+        parse_observer_output(reply),
+        input_tokens=900,
+        observation_tokens=3_000,
+        count=count,
+        instructions=INSTRUCTIONS,
+    )
+
 
 HTML_502 = """\
 <html>
@@ -143,13 +156,7 @@ CASES = [
 
 @pytest.mark.parametrize(("name", "reply", "reason"), CASES, ids=[c[0] for c in CASES])
 def test_recorded_replies(name: str, reply: str, reason: str | None) -> None:
-    verdict = judge_observation(
-        parse_observer_output(reply),
-        input_tokens=900,
-        observation_tokens=3_000,
-        count=count,
-        instructions=INSTRUCTIONS,
-    )
+    verdict = judged(reply)
     assert verdict.reason == reason, verdict.detail
     assert verdict.accepted is (reason is None)
     if verdict.accepted:
@@ -164,13 +171,7 @@ def test_recorded_replies(name: str, reply: str, reason: str | None) -> None:
 
 
 def test_an_echo_line_is_dropped_from_accepted_observations() -> None:
-    verdict = judge_observation(
-        parse_observer_output(ONE_ECHO_AMONG_GOOD),
-        input_tokens=900,
-        observation_tokens=3_000,
-        count=count,
-        instructions=INSTRUCTIONS,
-    )
+    verdict = judged(ONE_ECHO_AMONG_GOOD)
     assert verdict.accepted and verdict.lines == 4
     assert verdict.observations == parse_observer_output(ex.GOOD_OBSERVATION).observations
 
@@ -283,13 +284,7 @@ Date: Nov 2, 2026
 def test_echo_of_the_prompt_a_call_sent_in_place_is_caught(reply: str, sent: str) -> None:
     # The cycles build the default prompt; the compact prompt and the schema are sent in its
     # place per attempt. The reply is compared against those too.
-    verdict = judge_observation(
-        parse_observer_output(reply),
-        input_tokens=900,
-        observation_tokens=3_000,
-        count=count,
-        instructions=INSTRUCTIONS,
-    )
+    verdict = judged(reply)
     assert verdict.reason == "echo", sent
     only_default = judge_observation(
         parse_observer_output(reply),
@@ -304,11 +299,5 @@ def test_echo_of_the_prompt_a_call_sent_in_place_is_caught(reply: str, sent: str
 def test_a_real_observation_is_not_an_echo_of_the_compact_prompt() -> None:
     reply = "<observations>\nDate: Nov 2, 2026\n* 🔴 (09:12) User is moving to Porto on Jan 15.\n"
     reply += "* 🟡 (09:13) User asked for the names of three districts.\n</observations>"
-    verdict = judge_observation(
-        parse_observer_output(reply),
-        input_tokens=900,
-        observation_tokens=3_000,
-        count=count,
-        instructions=INSTRUCTIONS,
-    )
+    verdict = judged(reply)
     assert verdict.accepted and verdict.lines == 2
