@@ -76,17 +76,19 @@ def _estimate(lines: list[str]) -> int:
 
 
 def _thinned_within(lines: list[str], target: int) -> list[str]:
-    """Every k-th observation line (the first and the newest always), so they fit ``target``.
+    """An even share of the observation lines (the newest always), so they fit ``target``.
 
-    ``Date:`` headers stay with the lines they date; the thinning is even, like a Reflector
-    that drops detail everywhere rather than forgetting the start.
+    The share is ``target / size``: as many lines as fit, spread evenly over the log, like a
+    Reflector that drops detail everywhere rather than forgetting the start. ``Date:``
+    headers stay with the lines they date.
     """
     bullets = [i for i, line in enumerate(lines) if not line.startswith("Date:")]
     size = _estimate([lines[i] for i in bullets])
     if size < max(1, target) or len(bullets) < 3:
         return lines
-    step = -(-size // max(1, target)) + 1
-    keep = set(bullets[::step]) | {bullets[-1]}
+    share = 0.8 * max(1, target) / size
+    keep = {i for n, i in enumerate(bullets) if int((n + 1) * share) > int(n * share)}
+    keep.add(bullets[-1])
     out: list[str] = []
     header: str | None = None
     for i, line in enumerate(lines):
