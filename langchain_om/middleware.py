@@ -169,8 +169,13 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
 
     @staticmethod
     def _update(state: Mapping[str, Any], outcome: TurnOutcome) -> dict[str, Any]:
-        """The state update for ``outcome`` (removals, restamps, changed record keys; order)."""
-        return state_update(outcome, state["messages"], state=state)
+        """The state update for ``outcome`` (removals, changed record keys; order).
+
+        New messages' timestamps are not written back: they are set on the message objects
+        in state, and the model node that always follows (``before_model``, or this model
+        call) writes ``messages`` with its reply, which stores them.
+        """
+        return state_update(outcome, state["messages"], state=state, restamps=False)
 
     def _with_memory(self, request: ModelRequest, record: Any = None) -> ModelRequest:
         if record is None:

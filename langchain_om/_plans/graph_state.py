@@ -169,6 +169,7 @@ def state_update(
     memory: BaseMessage | None = None,
     current_memory: BaseMessage | None = None,
     state: Mapping[str, Any] | None = None,
+    restamps: bool = True,
 ) -> dict[str, Any]:
     """The state update for a turn: removals, restamped messages, the memory message, the record.
 
@@ -179,6 +180,11 @@ def state_update(
     the first memory message arrives, ``messages`` is rewritten in order: the leading system
     messages, the memory message, the window. With the current ``state``, the record keys are
     written only when they changed (see :func:`record_update`).
+
+    With ``restamps=False`` messages that only gained their OM timestamp are not re-added:
+    the stamp is already on the message objects in state, and a front door whose next node
+    always writes ``messages`` (the ``create_agent`` model node appends its reply) lets that
+    write persist it, instead of a third copy of the window in the checkpoint every turn.
     """
     update = record_update(outcome.record, state)
     if outcome.inserted or (memory is not None and current_memory is None):
@@ -195,9 +201,11 @@ def state_update(
     present = {m.id for m in messages if m.id}
     removed = [mid for mid in outcome.removed_ids if mid in present]
     gone = set(removed)
-    restamped = [m for m in outcome.stamped if m.id and m.id not in gone and m.id in present]
     changes: list[BaseMessage] = [RemoveMessage(id=mid) for mid in removed]
-    changes.extend(restamped)
+    if restamps:
+        changes.extend(
+            m for m in outcome.stamped if m.id and m.id not in gone and m.id in present
+        )
     if memory is not None and (current_memory is None or current_memory.content != memory.content):
         changes.append(memory)
     if changes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from langchain.agents import create_agent
@@ -9,6 +10,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
+from langchain_om._core.types import OM_META_KEY
 from langchain_om._plans.graph_state import (
     OM_ACTIVITY_KEY,
     OM_STATE_KEY,
@@ -74,3 +76,39 @@ def test_agent_turns_below_the_threshold_do_not_rewrite_the_record() -> None:
     assert values[OM_STATE_KEY]["thread_id"] == "t"
     record = state_record(values)
     assert record["last_activity_at"] == values[OM_ACTIVITY_KEY]["last_activity_at"]
+
+
+def test_new_messages_are_stamped_without_a_third_copy_of_the_window() -> None:
+    """Each turn writes ``messages`` twice (the input, the reply); the stamps still persist."""
+    times = iter(datetime(2026, 3, 1, 9, minute, tzinfo=UTC) for minute in range(60))
+    memory = ObservationalMemory(
+        model=memory_model(),
+        observation={"message_tokens": 100_000, "buffer_tokens": False},
+        clock=lambda: next(times),
+    )
+    saver = InMemorySaver()
+    agent = create_agent(
+        ScriptedChatModel(script=[f"reply {i}" for i in range(4)]),
+        [],
+        middleware=[ObservationalMemoryMiddleware(memory)],
+        checkpointer=saver,
+        store=memory.store,
+    )
+    cfg: Any = {"configurable": {"thread_id": "t"}}
+    for i in range(4):
+        agent.invoke({"messages": [HumanMessage(f"hello {i}")]}, cfg)
+    writes = [
+        w for (thread, _, _), ws in saver.writes.items() if thread == "t" for w in ws.values()
+    ]
+    assert len([w for w in writes if w[1] == "messages"]) == 2 * 4
+    # Read back from the checkpointer alone: every message but the newest reply has its time,
+    # and a user message's time is the step at which it arrived (not a later one).
+    stored = saver.get_tuple(cfg)
+    assert stored is not None
+    messages = stored.checkpoint["channel_values"]["messages"]
+    stamps = [m.response_metadata.get(OM_META_KEY, {}).get("ts") for m in messages]
+    assert [m.type for m in messages] == ["human", "ai"] * 4
+    assert all(stamps[:-1]) and stamps[-1] is None
+    user_stamps = stamps[0::2]
+    assert user_stamps == sorted(user_stamps) and len(set(user_stamps)) == 4
+    assert stamps[1] == user_stamps[0]  # a reply is dated by the step that first saw it
