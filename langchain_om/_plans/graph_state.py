@@ -203,9 +203,7 @@ def state_update(
     gone = set(removed)
     changes: list[BaseMessage] = [RemoveMessage(id=mid) for mid in removed]
     if restamps:
-        changes.extend(
-            m for m in outcome.stamped if m.id and m.id not in gone and m.id in present
-        )
+        changes.extend(m for m in outcome.stamped if m.id and m.id not in gone and m.id in present)
     if memory is not None and (current_memory is None or current_memory.content != memory.content):
         changes.append(memory)
     if changes:
