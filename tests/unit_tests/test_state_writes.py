@@ -10,6 +10,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
+from langchain_om._core.group_keys import group_key, stored_record
 from langchain_om._core.types import OM_META_KEY
 from langchain_om._plans.graph_state import (
     OM_ACTIVITY_KEY,
@@ -28,7 +29,7 @@ RECORD: dict[str, Any] = {
 
 
 def test_a_stamp_only_change_writes_the_small_key_alone() -> None:
-    state = {OM_STATE_KEY: dict(RECORD), OM_ACTIVITY_KEY: {"last_activity_at": "x"}}
+    state = {OM_STATE_KEY: stored_record(RECORD), OM_ACTIVITY_KEY: {"last_activity_at": "x"}}
     later = {**RECORD, "last_activity_at": "2026-01-01T09:05:00+00:00"}
     update = record_update(later, state)
     assert update == {OM_ACTIVITY_KEY: {"last_activity_at": later["last_activity_at"]}}
@@ -36,11 +37,25 @@ def test_a_stamp_only_change_writes_the_small_key_alone() -> None:
     assert record_update(later, {**state, **update}) == {}  # nothing changed: nothing written
 
 
-def test_a_changed_record_is_written_whole_and_unknown_state_writes_both() -> None:
-    state = {OM_STATE_KEY: dict(RECORD), OM_ACTIVITY_KEY: {"last_activity_at": "x"}}
+def test_a_changed_record_is_written_by_group_keys_and_unknown_state_writes_both() -> None:
+    state = {OM_STATE_KEY: stored_record(RECORD), OM_ACTIVITY_KEY: {"last_activity_at": "x"}}
     grown = {**RECORD, "observation_tokens": 20, "last_activity_at": "x"}
-    assert record_update(grown, state) == {OM_STATE_KEY: grown}
+    update = record_update(grown, state)
+    assert set(update) == {OM_STATE_KEY}
+    written = update[OM_STATE_KEY]
+    assert "groups" not in written and written["group_keys"] == [group_key(RECORD["groups"][0])]
+    assert state_record(update) == grown
     assert set(record_update(grown, None)) == {OM_STATE_KEY, OM_ACTIVITY_KEY}
+    # read_only memories write nothing to the store: their state holds the log inline
+    assert record_update(grown, state, inline=True) == {OM_STATE_KEY: grown}
+
+
+def test_a_group_key_names_its_content() -> None:
+    group: Any = RECORD["groups"][0]
+    edited: Any = {**group, "text": group["text"] + "!"}
+    same: Any = dict(group)
+    assert group_key(group) == group_key(same)  # the content, not the object
+    assert group_key(edited) != group_key(group)
 
 
 def test_a_state_from_before_the_activity_key_reads_as_its_record() -> None:
