@@ -43,12 +43,12 @@ its id is not reused while it is here)."""
 
 
 def group_key(group: ObservationGroup) -> str:
-    """The content key of ``group``: a hash of all its fields (24 hex digits)."""
+    """The content key of ``group``: a hash of all its fields (16 hex digits, per thread)."""
     memo = _keys.get(id(group))
     if memo is not None and memo[0] is group:
         return memo[1]
     data = json.dumps(group, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    key = hashlib.blake2b(data.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+    key = hashlib.blake2b(data.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
     _keys[id(group)] = (group, key)
     if len(_keys) > CACHE_MAX:
         _keys.popitem(last=False)
