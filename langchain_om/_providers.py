@@ -12,6 +12,7 @@ import importlib.util
 import os
 import re
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, cast
@@ -360,6 +361,35 @@ def model_id(model: BaseChatModel) -> str:
         >>> model_id(FakeListChatModel(responses=["x"]))
         'fakelistchatmodel/fake-list-chat-model'
     """
+    # Every step asks for the agent model's id (twice); a model's tracing parameters cost far
+    # more than checking that the same object still holds the same field values.
+    fields = (getattr(model, "__dict__", None), getattr(model, "__pydantic_extra__", None))
+    hit = _MODEL_IDS.get(id(model))
+    if hit is not None and hit[0]() is model:
+        try:
+            if hit[1] == fields:
+                return hit[2]
+        except Exception:  # a field value that cannot be compared: read the id again
+            pass
+    name = _model_id(model)
+    if isinstance(fields[0], dict):
+        try:
+            ref = weakref.ref(model)
+        except TypeError:
+            return name
+        if len(_MODEL_IDS) >= _MODEL_IDS_MAX:
+            _MODEL_IDS.clear()
+        snapshot = (dict(fields[0]), dict(fields[1]) if isinstance(fields[1], dict) else fields[1])
+        _MODEL_IDS[id(model)] = (ref, snapshot, name)
+    return name
+
+
+_MODEL_IDS: dict[int, tuple[weakref.ref[Any], tuple[Any, Any], str]] = {}
+""":func:`model_id` by model object: a weak reference, its field values then, the id."""
+_MODEL_IDS_MAX = 256
+
+
+def _model_id(model: BaseChatModel) -> str:
     params = _ls_params(model)
     raw_provider = str(params.get("ls_provider") or "") or model._llm_type
     provider = _ID_PROVIDERS.get(raw_provider, raw_provider)
