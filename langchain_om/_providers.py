@@ -14,8 +14,8 @@ import re
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping
-from typing import Any, cast
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar, cast
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage
@@ -26,6 +26,7 @@ from langchain_om.errors import MissingProviderError, ModelResolutionError
 __all__ = [
     "DEFAULT_MAX_OUTPUT_TOKENS",
     "DEFAULT_MODEL",
+    "ModelMemo",
     "apply_settings",
     "check_model_string",
     "clear_model_cache",
@@ -361,32 +362,56 @@ def model_id(model: BaseChatModel) -> str:
         >>> model_id(FakeListChatModel(responses=["x"]))
         'fakelistchatmodel/fake-list-chat-model'
     """
-    # Every step asks for the agent model's id (twice); a model's tracing parameters cost far
-    # more than checking that the same object still holds the same field values.
-    fields = (getattr(model, "__dict__", None), getattr(model, "__pydantic_extra__", None))
-    hit = _MODEL_IDS.get(id(model))
-    if hit is not None and hit[0]() is model:
-        try:
-            if hit[1] == fields:
-                return hit[2]
-        except Exception:  # a field value that cannot be compared: read the id again
-            pass
-    name = _model_id(model)
-    if isinstance(fields[0], dict):
-        try:
-            ref = weakref.ref(model)
-        except TypeError:
-            return name
-        if len(_MODEL_IDS) >= _MODEL_IDS_MAX:
-            _MODEL_IDS.clear()
-        snapshot = (dict(fields[0]), dict(fields[1]) if isinstance(fields[1], dict) else fields[1])
-        _MODEL_IDS[id(model)] = (ref, snapshot, name)
-    return name
+    return _MODEL_IDS.get(model, _model_id)
 
 
-_MODEL_IDS: dict[int, tuple[weakref.ref[Any], tuple[Any, Any], str]] = {}
-""":func:`model_id` by model object: a weak reference, its field values then, the id."""
-_MODEL_IDS_MAX = 256
+_R = TypeVar("_R")
+
+
+class ModelMemo(Generic[_R]):
+    """A value read from a chat model, memoised per model object.
+
+    An entry holds a weak reference to the model and its field values when the value was read;
+    it answers while the same object holds equal field values (reassigning a field, changing a
+    dict field such as ``profile`` in place, or another model at the same address reads it
+    again). Every step reads the agent model's identity, and its tracing parameters cost far
+    more than this check.
+    """
+
+    def __init__(self, limit: int = 256) -> None:
+        self._entries: dict[int, tuple[weakref.ref[Any], tuple[Any, Any], _R]] = {}
+        self._limit = limit
+
+    def get(self, model: Any, read: Callable[[Any], _R]) -> _R:
+        """``read(model)``, or the value read before from this model with these fields."""
+        fields = (getattr(model, "__dict__", None), getattr(model, "__pydantic_extra__", None))
+        hit = self._entries.get(id(model))
+        if hit is not None and hit[0]() is model:
+            try:
+                if hit[1] == fields:
+                    return hit[2]
+            except Exception:  # a field value that cannot be compared: read it again
+                pass
+        value = read(model)
+        if isinstance(fields[0], dict):
+            try:
+                ref = weakref.ref(model)
+            except TypeError:
+                return value
+            if len(self._entries) >= self._limit:
+                self._entries.clear()
+            self._entries[id(model)] = (ref, (_copied(fields[0]), _copied(fields[1])), value)
+        return value
+
+
+def _copied(fields: Any) -> Any:
+    """Field values as they are now: dict fields (``profile``, ``model_kwargs``) copied too."""
+    if not isinstance(fields, dict):
+        return fields
+    return {k: dict(v) if isinstance(v, dict) else v for k, v in fields.items()}
+
+
+_MODEL_IDS: ModelMemo[str] = ModelMemo()
 
 
 def _model_id(model: BaseChatModel) -> str:
