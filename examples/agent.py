@@ -52,7 +52,7 @@ for day in days:
 memory.close()  # waits for background observation work
 
 state = agent.get_state(config).values
-record = state["om_record"]
+record = memory.read_state(state)  # om_record names its log by key; this reads it back
 print(f"{len(state['messages'])} messages in context, {record['observed_message_count']} observed")
 print(
     f"generation {record['generation']}, observation log ({record['observation_tokens']} tokens):"

@@ -41,7 +41,7 @@ for i in range(1, 16):
 memory.close()  # waits for background observation work
 
 state = graph.get_state(config).values
-record = state["om_record"]
+record = memory.read_state(state)  # om_record names its log by key; this reads it back
 print("last answer:", state["messages"][-1].text)
 print(f"{len(state['messages'])} messages in state, {record['observed_message_count']} observed,")
 print(f"generation {record['generation']}; the log now:")

@@ -77,6 +77,6 @@ for tenant, (user, text) in runs.items():
     for i in range(4):
         filler = " Some more detail about it." * 10
         agent.invoke({"messages": [HumanMessage(f"{text}{filler} ({i})")]}, config)
-    record = agent.get_state(config).values["om_record"]
+    record = memory.read_state(agent.get_state(config).values)
     print(f"{tenant} ({user}): {record['extracted'].get('app-value')}")
 memory.close()

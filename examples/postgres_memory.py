@@ -39,7 +39,7 @@ with ObservationalMemory.from_postgres(
         text = f"On {day} I'm working from the café near the river, as usual. " * 2
         agent.invoke({"messages": [HumanMessage(text)]}, config)
     memory.wait_for_background()
-    record = agent.get_state(config).values["om_record"]
+    record = memory.read_state(agent.get_state(config).values)  # the log, from the store
     archived = memory.archived_messages(config["configurable"]["thread_id"])
     print(f"{record['observed_message_count']} observed, {len(archived)} archived in PostgreSQL")
     print("\n".join(group["text"] for group in record["groups"]))

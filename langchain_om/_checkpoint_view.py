@@ -8,8 +8,9 @@ graph's, else the newest one of any ``checkpoint_ns`` that holds a record, as fo
 as a subgraph), or the checkpoint named by id. Standalone and history threads have no
 checkpoint and are read from the store.
 
-The read is one small plan of checkpointer calls driven by the package's sync or async driver,
-so both paths share one implementation.
+The read is one small plan of checkpointer calls (and store reads for the observation groups
+the record names by key) driven by the package's sync or async driver, so both paths share one
+implementation.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langchain_om._core.record import coerce_record
 from langchain_om._core.sanitize import has_unstorable
 from langchain_om._core.types import OMRecord
-from langchain_om._plans.effects import run_async, run_sync
-from langchain_om._plans.graph_state import OM_STATE_KEY, split_messages, state_record
+from langchain_om._plans.effects import Effect, Executor, run_async, run_sync
+from langchain_om._plans.graph_state import OM_STATE_KEY, split_messages, state_record_plan
 
 __all__ = [
     "GraphThread",
@@ -63,12 +64,15 @@ class GraphThread:
 
 
 class _Saver:
-    """Carries out :class:`_Read` calls on a checkpointer, blocking or async."""
+    """Carries out :class:`_Read` calls on a checkpointer, and store effects, blocking or async."""
 
-    def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
+    def __init__(self, saver: BaseCheckpointSaver[Any], store: Executor) -> None:
         self.saver = saver
+        self.store = store
 
-    def execute(self, read: _Read) -> Any:
+    def execute(self, read: _Read | Effect) -> Any:
+        if not isinstance(read, _Read):
+            return self.store.execute(read)
         try:
             if read.kind == "get":
                 return self.saver.get_tuple(read.config)
@@ -76,7 +80,9 @@ class _Saver:
         except Exception as exc:
             return _unheld(read, exc)
 
-    async def aexecute(self, read: _Read) -> Any:
+    async def aexecute(self, read: _Read | Effect) -> Any:
+        if not isinstance(read, _Read):
+            return await self.store.aexecute(read)
         try:
             if read.kind == "get":
                 return await self.saver.aget_tuple(read.config)
@@ -124,32 +130,47 @@ def _find_plan(
     return root if "messages" in _values(root) else None
 
 
-def _graph_thread(found: CheckpointTuple | None) -> GraphThread | None:
+def _thread_plan(
+    thread_id: str, checkpoint_id: str | None
+) -> Generator[_Read | Effect, Any, GraphThread | None]:
+    found = yield from _find_plan(thread_id, checkpoint_id)
     if found is None:
         return None
     values = _values(found)
     messages = [m for m in values.get("messages") or [] if isinstance(m, BaseMessage)]
     configurable = found.config.get("configurable") or {}
+    record = yield from state_record_plan(values)
     return GraphThread(
         checkpoint_id=str(configurable.get("checkpoint_id") or found.checkpoint.get("id")),
         checkpoint_ns=str(configurable.get("checkpoint_ns") or ""),
-        record=coerce_record(state_record(values)),
+        record=coerce_record(record),
         window=split_messages(messages).window,
     )
 
 
 def read_graph_thread(
-    saver: BaseCheckpointSaver[Any], thread_id: str, checkpoint_id: str | None = None
+    saver: BaseCheckpointSaver[Any],
+    thread_id: str,
+    checkpoint_id: str | None = None,
+    *,
+    store: Executor,
 ) -> GraphThread | None:
-    """The thread's record and window from its latest (or the named) checkpoint."""
-    return _graph_thread(run_sync(_find_plan(thread_id, checkpoint_id), _Saver(saver)))
+    """The thread's record and window from its latest (or the named) checkpoint.
+
+    ``store`` runs the reads of the observation groups the record names.
+    """
+    return run_sync(_thread_plan(thread_id, checkpoint_id), _Saver(saver, store))
 
 
 async def aread_graph_thread(
-    saver: BaseCheckpointSaver[Any], thread_id: str, checkpoint_id: str | None = None
+    saver: BaseCheckpointSaver[Any],
+    thread_id: str,
+    checkpoint_id: str | None = None,
+    *,
+    store: Executor,
 ) -> GraphThread | None:
     """Async twin of :func:`read_graph_thread`."""
-    return _graph_thread(await run_async(_find_plan(thread_id, checkpoint_id), _Saver(saver)))
+    return await run_async(_thread_plan(thread_id, checkpoint_id), _Saver(saver, store))
 
 
 def thread_ids(saver: BaseCheckpointSaver[Any]) -> set[str]:

@@ -174,7 +174,9 @@ class StandaloneCalls:
         threads from the store (``snapshot.source`` says which). With ``resource_id``, raises
         ``OMUsageError`` when the thread belongs to another resource.
         """
-        found = read_graph_thread(self.checkpointer, thread_id, checkpoint_id)
+        found = read_graph_thread(
+            self.checkpointer, thread_id, checkpoint_id, store=self._runs.executor
+        )
         given = self._runs.checkpoint_state(thread_id, resource_id, checkpoint_id, found)
         plan = self._status_plan(thread_id, resource_id, given)
         return self._runs.from_checkpoint(self._runs.standalone(thread_id, plan), found)
@@ -183,7 +185,9 @@ class StandaloneCalls:
         self, *, thread_id: str, resource_id: str | None = None, checkpoint_id: str | None = None
     ) -> ThreadSnapshot:
         """Async twin of :meth:`status`."""
-        found = await aread_graph_thread(self.checkpointer, thread_id, checkpoint_id)
+        found = await aread_graph_thread(
+            self.checkpointer, thread_id, checkpoint_id, store=self._runs.executor
+        )
         given = self._runs.checkpoint_state(thread_id, resource_id, checkpoint_id, found)
         plan = self._status_plan(thread_id, resource_id, given)
         return self._runs.from_checkpoint(await self._runs.astandalone(thread_id, plan), found)

@@ -11,7 +11,7 @@ the store so the engine works with no graph at all (they live in
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, Unpack
 
@@ -40,6 +40,7 @@ from langchain_om._engine_io import (
 from langchain_om._engine_standalone import StandaloneCalls
 from langchain_om._logging import log_event
 from langchain_om._plans.background import Background
+from langchain_om._plans.graph_state import groups_to_store, state_record_plan
 from langchain_om._plans.resource import ResourceHandler
 from langchain_om._plans.resource_turn import OTHERS_TOKENS_KEY
 from langchain_om._plans.storage import (
@@ -416,6 +417,47 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
         """True when a step would reflect synchronously now (``actor_model`` as for ``step``)."""
         rec = coerce_record(record)
         return rec is not None and sync_reflection_due(self._actor_env(actor_model, rec)[1], rec)
+
+    # -- graph state ------------------------------------------------------------------------
+
+    def read_state(self, state: Mapping[str, Any], *, store: BaseStore | None = None) -> Any:
+        """The OM record of a graph state (``None`` without one).
+
+        Graph state names the observation groups by key; they are read from ``store`` (the
+        graph run's store; default memory's own) unless this process has them cached.
+
+        Raises:
+            StorageError: the store lacks a group the state names.
+        """
+        return self._runs.on_store(store).run(state_record_plan(state))
+
+    async def aread_state(self, state: Mapping[str, Any], *, store: BaseStore | None = None) -> Any:
+        """Async twin of :meth:`read_state`."""
+        return await self._runs.on_store(store).arun(state_record_plan(state))
+
+    def keep_state(
+        self,
+        update: Mapping[str, Any],
+        state: Mapping[str, Any] | None,
+        *,
+        store: BaseStore | None = None,
+    ) -> None:
+        """Store the observation groups ``update`` names that ``state`` did not.
+
+        Call it before handing ``update`` to LangGraph, so no checkpoint names a group the
+        store lacks.
+        """
+        self._runs.on_store(store).run(groups_to_store(update, state))
+
+    async def akeep_state(
+        self,
+        update: Mapping[str, Any],
+        state: Mapping[str, Any] | None,
+        *,
+        store: BaseStore | None = None,
+    ) -> None:
+        """Async twin of :meth:`keep_state`."""
+        await self._runs.on_store(store).arun(groups_to_store(update, state))
 
     def render(self, record: OMRecord | dict[str, Any] | None) -> MemoryContext:
         """The memory context (preamble, observation log, hints) for ``record``."""

@@ -46,7 +46,7 @@ from langchain_om._plans.graph_state import (
     run_configurable,
     run_ids,
     split_messages,
-    state_record,
+    state_fields,
     state_update,
     step_number,
 )
@@ -117,18 +117,23 @@ class _Nodes:
             memory_message.id = memory_message_id(split)
         messages = state.get("messages", [])
         return state_update(
-            outcome, messages, memory=memory_message, current_memory=split.memory, state=state
+            outcome,
+            messages,
+            memory=memory_message,
+            current_memory=split.memory,
+            state=state,
+            inline=self.memory.config.read_only,
         )
 
     def _args(
-        self, state: dict[str, Any], config: RunnableConfig
+        self, state: dict[str, Any], config: RunnableConfig, record: Any
     ) -> tuple[WindowSplit, dict[str, Any]]:
         split = split_messages(state.get("messages", []))
         thread_id, resource_id = run_ids(config)
         return split, {
             "thread_id": thread_id,
             "resource_id": resource_id,
-            "record": state_record(state),
+            "record": record,
             "window": split.window,
             "step_number": step_number(split.window),
             "emit": _emitter(),
@@ -143,19 +148,27 @@ class _Nodes:
         """A node running the engine step with ``flags`` (sync and async over one update)."""
 
         def run(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-            split, args = self._args(state, config)
-            return self._update(state, split, self.memory.step(**args, **flags))
+            store = run_store()
+            record = self.memory.read_state(state, store=store)
+            split, args = self._args(state, config, record)
+            update = self._update(state, split, self.memory.step(**args, **flags))
+            self.memory.keep_state(update, state, store=store)
+            return update
 
         async def arun(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-            split, args = self._args(state, config)
-            return self._update(state, split, await self.memory.astep(**args, **flags))
+            store = run_store()
+            record = await self.memory.aread_state(state, store=store)
+            split, args = self._args(state, config, record)
+            update = self._update(state, split, await self.memory.astep(**args, **flags))
+            await self.memory.akeep_state(update, state, store=store)
+            return update
 
         return RunnableLambda(run, afunc=arun)
 
     # -- routers --------------------------------------------------------------------------
 
     def route_gate(self, state: dict[str, Any], config: RunnableConfig) -> str:
-        record = state_record(state)
+        record = state_fields(state)  # thresholds read counts, not the log: no store read
         split = split_messages(state.get("messages", []))
         actor = self._actor(config)
         if self.memory.should_observe(record, split.window, actor_model=actor):
@@ -165,7 +178,7 @@ class _Nodes:
         return self.before
 
     def route_observed(self, state: dict[str, Any], config: RunnableConfig) -> str:
-        record = state_record(state)
+        record = state_fields(state)
         reflect = self.memory.should_reflect(record, actor_model=self._actor(config))
         return REFLECT if reflect else self.before
 

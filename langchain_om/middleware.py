@@ -117,7 +117,9 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         """Middleware name used for its graph nodes."""
         return self._name or type(self).__name__
 
-    def _step_args(self, state: dict[str, Any], runtime: Runtime[Any]) -> dict[str, Any]:
+    def _step_args(
+        self, state: dict[str, Any], runtime: Runtime[Any], record: Any
+    ) -> dict[str, Any]:
         try:
             config = get_config()
         except RuntimeError:
@@ -133,7 +135,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         return {
             "thread_id": thread_id,
             "resource_id": resource_id,
-            "record": state_record(state),
+            "record": record,
             "window": split.window,
             "step_number": step_number(split.window),
             "emit": emit,
@@ -146,10 +148,14 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         self, state: ObservationalMemoryState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Run the OM step before each model call."""
-        args = self._step_args(dict(state), runtime)
+        store = run_store(runtime)
+        record = self.memory.read_state(state, store=store)
+        args = self._step_args(dict(state), runtime, record)
         if self._defer(args):
             return None
-        return self._update(state, self.memory.step(**args))
+        update = self._update(state, self.memory.step(**args))
+        self.memory.keep_state(update, state, store=store)
+        return update
 
     def _defer(self, args: dict[str, Any]) -> bool:
         """Fractional thresholds need the agent's model: before its first call, step later."""
@@ -162,19 +168,26 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         self, state: ObservationalMemoryState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Async twin of :meth:`before_model`."""
-        args = self._step_args(dict(state), runtime)
+        store = run_store(runtime)
+        record = await self.memory.aread_state(state, store=store)
+        args = self._step_args(dict(state), runtime, record)
         if self._defer(args):
             return None
-        return self._update(state, await self.memory.astep(**args))
+        update = self._update(state, await self.memory.astep(**args))
+        await self.memory.akeep_state(update, state, store=store)
+        return update
 
-    @staticmethod
-    def _update(state: Mapping[str, Any], outcome: TurnOutcome) -> dict[str, Any]:
-        """The state update for ``outcome`` (removals, restamps, changed record keys; order)."""
-        return state_update(outcome, state["messages"], state=state)
+    def _update(self, state: Mapping[str, Any], outcome: TurnOutcome) -> dict[str, Any]:
+        """The state update for ``outcome`` (removals, changed record keys; order).
 
-    def _with_memory(self, request: ModelRequest, record: Any = None) -> ModelRequest:
-        if record is None:
-            record = state_record(request.state)
+        New messages' timestamps are not written back: they are set on the message objects
+        in state, and the model node that always follows (``before_model``, or this model
+        call) writes ``messages`` with its reply, which stores them.
+        """
+        inline = self.memory.config.read_only
+        return state_update(outcome, state["messages"], state=state, restamps=False, inline=inline)
+
+    def _with_memory(self, request: ModelRequest, record: Any) -> ModelRequest:
         context = self.memory.render(record)
         if not context.blocks:
             return request
@@ -188,7 +201,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         return request.override(system_message=SystemMessage(content=blocks))
 
     def _actor_change(
-        self, request: ModelRequest
+        self, request: ModelRequest, record: Any
     ) -> tuple[ModelRequest, dict[str, Any] | _ActorStep | None]:
         """Note the actor model; on a provider change, activate buffered work first.
 
@@ -199,12 +212,11 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         self._actor = request.model
         state = dict(request.state)
         if self._deferred:
-            args = self._step_args(state, request.runtime)
+            args = self._step_args(state, request.runtime, record)
             del args["actor_model"]  # passed as the step's actor
             if args["thread_id"] in self._deferred:
                 self._deferred.discard(args["thread_id"])
                 return request, _ActorStep(args, request.model)
-        record = state_record(state)
         if not isinstance(record, dict) or record.get("last_actor_model") == actor:
             return request, None
         cfg = self.memory.config
@@ -213,18 +225,19 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             cfg.observation_activate_on_provider_change
             or cfg.reflection_activate_on_provider_change
         ):
-            args = self._step_args(state, request.runtime)
+            args = self._step_args(state, request.runtime, record)
             args["emit"] = None
             del args["actor_model"]  # passed as the step's actor
             return request, _ActorStep(args, actor)
         updated = {**record, "last_actor_model": actor}
-        return request, record_update(updated, state)
+        return request, record_update(updated, state, inline=cfg.read_only)
 
     def _respond(
         self,
         request: ModelRequest,
         update: dict[str, Any] | _ActorStep | None,
         outcome: TurnOutcome | None,
+        record: Any,
     ) -> tuple[ModelRequest, Command[Any] | None]:
         if outcome is not None:
             new_update = self._update(request.state, outcome)
@@ -233,19 +246,25 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             record = dict(outcome.record)
             return self._with_memory(new_request, record), Command(update=new_update)
         if update is None:
-            return self._with_memory(request), None
+            return self._with_memory(request, record), None
         assert not isinstance(update, _ActorStep)
-        return self._with_memory(request), Command(update=update)
+        return self._with_memory(request, record), Command(update=update)
 
     def _overflow_args(
-        self, request: ModelRequest, command: Command[Any] | None, outcome: TurnOutcome | None
+        self,
+        request: ModelRequest,
+        command: Command[Any] | None,
+        outcome: TurnOutcome | None,
+        record: Any,
     ) -> dict[str, Any]:
         """The step that frees context after the model call overflowed (state as sent)."""
         state = dict(request.state)
         if command is not None and isinstance(command.update, dict):
             for key in (OM_STATE_KEY, OM_ACTIVITY_KEY):
                 state[key] = command.update.get(key, state.get(key))
-        args = self._step_args(state, request.runtime)
+            if OM_STATE_KEY in command.update:
+                record = state_record(state)  # just written: its groups are cached
+        args = self._step_args(state, request.runtime, record)
         if outcome is not None:
             args["window"] = outcome.window
         args["actor_model"] = request.model
@@ -253,7 +272,11 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         return args
 
     def _recovered(
-        self, request: ModelRequest, outcome: TurnOutcome | None, recovery: TurnOutcome
+        self,
+        request: ModelRequest,
+        outcome: TurnOutcome | None,
+        recovery: TurnOutcome,
+        record: Any,
     ) -> tuple[ModelRequest, Command[Any] | None]:
         """The request to retry and the state update covering both steps of this call."""
         if outcome is not None:
@@ -263,7 +286,18 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
                 stamped=[*outcome.stamped, *recovery.stamped],
                 inserted=[*outcome.inserted, *recovery.inserted],
             )
-        return self._respond(request, None, recovery)
+        return self._respond(request, None, recovery, record)
+
+    @staticmethod
+    def _kept(request: ModelRequest, command: Command[Any] | None) -> dict[str, Any] | None:
+        """The arguments of ``keep_state`` for ``command``'s update (``None``: nothing)."""
+        if command is None or not isinstance(command.update, dict):
+            return None
+        return {
+            "update": command.update,
+            "state": request.state,
+            "store": run_store(request.runtime),
+        }
 
     @staticmethod
     def _response(
@@ -283,18 +317,24 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         ``data-om-context-overflow``) and the call is retried once with the smaller window; the
         error propagates when nothing could be freed or the retry overflows too.
         """
-        request, update = self._actor_change(request)
+        record = self.memory.read_state(request.state, store=run_store(request.runtime))
+        request, update = self._actor_change(request, record)
         outcome = None
         if isinstance(update, _ActorStep):
             outcome = self.memory.step(**update.args, actor_model=update.actor)
-        sent, command = self._respond(request, update, outcome)
+        sent, command = self._respond(request, update, outcome, record)
+        if (kept := self._kept(request, command)) is not None:
+            self.memory.keep_state(**kept)
         try:
             return self._response(handler(sent), command)
         except ContextOverflowError:
-            recovery = self.memory.step(**self._overflow_args(request, command, outcome))
+            overflow = self._overflow_args(request, command, outcome, record)
+            recovery = self.memory.step(**overflow)
             if not recovery.removed:
                 raise  # nothing could be freed: retrying would overflow again
-        sent, command = self._recovered(request, outcome, recovery)
+        sent, command = self._recovered(request, outcome, recovery, record)
+        if (kept := self._kept(request, command)) is not None:
+            self.memory.keep_state(**kept)
         return self._response(handler(sent), command)
 
     async def awrap_model_call(
@@ -303,18 +343,24 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse | ExtendedModelResponse[Any]:
         """Async twin of :meth:`wrap_model_call`."""
-        request, update = self._actor_change(request)
+        record = await self.memory.aread_state(request.state, store=run_store(request.runtime))
+        request, update = self._actor_change(request, record)
         outcome = None
         if isinstance(update, _ActorStep):
             outcome = await self.memory.astep(**update.args, actor_model=update.actor)
-        sent, command = self._respond(request, update, outcome)
+        sent, command = self._respond(request, update, outcome, record)
+        if (kept := self._kept(request, command)) is not None:
+            await self.memory.akeep_state(**kept)
         try:
             return self._response(await handler(sent), command)
         except ContextOverflowError:
-            recovery = await self.memory.astep(**self._overflow_args(request, command, outcome))
+            overflow = self._overflow_args(request, command, outcome, record)
+            recovery = await self.memory.astep(**overflow)
             if not recovery.removed:
                 raise  # nothing could be freed: retrying would overflow again
-        sent, command = self._recovered(request, outcome, recovery)
+        sent, command = self._recovered(request, outcome, recovery, record)
+        if (kept := self._kept(request, command)) is not None:
+            await self.memory.akeep_state(**kept)
         return self._response(await handler(sent), command)
 
 
@@ -325,19 +371,23 @@ class _IdleBufferingMiddleware(ObservationalMemoryMiddleware):
         self, state: ObservationalMemoryState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """At turn end, buffer what is left (``observation.buffer_on_idle``)."""
-        self.memory.end_turn(**self._turn_end(state, runtime))
+        record = self.memory.read_state(state, store=run_store(runtime))
+        self.memory.end_turn(**self._turn_end(state, runtime, record))
         return None
 
     async def aafter_agent(
         self, state: ObservationalMemoryState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Async twin of :meth:`after_agent`."""
-        await self.memory.aend_turn(**self._turn_end(state, runtime))
+        record = await self.memory.aread_state(state, store=run_store(runtime))
+        await self.memory.aend_turn(**self._turn_end(state, runtime, record))
         return None
 
-    def _turn_end(self, state: ObservationalMemoryState, runtime: Runtime[Any]) -> EndTurnOptions:
+    def _turn_end(
+        self, state: ObservationalMemoryState, runtime: Runtime[Any], record: Any
+    ) -> EndTurnOptions:
         """The :meth:`ObservationalMemory.end_turn` arguments of this run."""
-        args = self._step_args(dict(state), runtime)
+        args = self._step_args(dict(state), runtime, record)
         return EndTurnOptions(
             thread_id=args["thread_id"],
             resource_id=args["resource_id"],

@@ -35,7 +35,7 @@ from langchain_om._core.recall import json_text
 from langchain_om._core.record import coerce_record
 from langchain_om._core.tokens import TokenCounter
 from langchain_om._plans.effects import Executor, ModelCall, Plan, run_async, run_sync
-from langchain_om._plans.graph_state import run_ids, split_messages, state_record
+from langchain_om._plans.graph_state import record_update, run_ids, split_messages, state_fields
 from langchain_om._plans.recall import (
     Caller,
     RecallInput,
@@ -93,7 +93,7 @@ def _caller(
     run_thread, run_resource = run_ids(dict(config or {}), _runtime())
     thread_id = bound_thread or nonempty_str(run_thread)
     resource_id = bound_resource or nonempty_str(run_resource)
-    record = state_record(state) if isinstance(state, Mapping) else None
+    record = state_fields(state) if isinstance(state, Mapping) else None  # ids and counts
     record = record if isinstance(record, Mapping) else None
     window: list[BaseMessage] | None = None
     if isinstance(state, Mapping) and isinstance(state.get("messages"), list):
@@ -269,6 +269,16 @@ class WorkingMemoryOwner(Protocol):
         self, *, thread_id: str | None = None, resource_id: str | None = None, record: Any = None
     ) -> Any: ...
 
+    def read_state(self, state: Mapping[str, Any], *, store: BaseStore | None = None) -> Any: ...
+
+    def keep_state(
+        self,
+        update: Mapping[str, Any],
+        state: Mapping[str, Any] | None,
+        *,
+        store: BaseStore | None = None,
+    ) -> None: ...
+
 
 MEMORY_TOOL_NAME = "memory"
 
@@ -351,9 +361,10 @@ def create_memory_tool(memory: WorkingMemoryOwner) -> BaseTool:
         text: str | None = None,
         fields: dict[str, Any] | None = None,
     ) -> Any:
+        store = run_store()
         answer, new = _memory_edit(
             memory,
-            state_record(state),
+            memory.read_state(state, store=store),
             action=action,
             query=query,
             line_id=line_id,
@@ -363,7 +374,9 @@ def create_memory_tool(memory: WorkingMemoryOwner) -> BaseTool:
         reply = ToolMessage(answer, tool_call_id=tool_call_id, name=MEMORY_TOOL_NAME)
         if new is None:
             return Command(update={"messages": [reply]})
-        return Command(update={"om_record": new, "messages": [reply]})
+        update = record_update(new, state)
+        memory.keep_state(update, state, store=store)
+        return Command(update={**update, "messages": [reply]})
 
     return StructuredTool.from_function(
         memory_tool, name=MEMORY_TOOL_NAME, description=MEMORY_TOOL_DESCRIPTION

@@ -259,6 +259,6 @@ def door_step(memory: ObservationalMemory, door: Door, thread: str, resource: st
     def graph_step(batch: list[BaseMessage]) -> tuple[list[BaseMessage], Any]:
         app.invoke({"messages": batch}, config)
         values = app.get_state(config).values
-        return list(values["messages"]), values.get("om_record")
+        return list(values["messages"]), memory.read_state(values)
 
     return graph_step

@@ -3,6 +3,7 @@
 Modules:
     types: the JSON-native OM record and its parts.
     record: creating, coercing and updating records (append observations, apply reflections).
+    group_keys: observation groups by content key (the record in graph state), their cache.
     tokens: token counting (tiktoken offline or heuristic) of text and messages.
     token_cache: the per-message count cache: entry format, part keys, the process memo.
     callable_tokens: counters over a LangChain token_counter callable; token_counter= parsing.

@@ -33,6 +33,7 @@ __all__ = [
     "parse_date_header",
     "parse_date_range_header",
     "relative_label",
+    "stamp",
     "stamp_messages",
     "year_label",
     "to_zone",
@@ -225,6 +226,15 @@ def iso(dt: datetime) -> str:
     return dt.astimezone(UTC).isoformat()
 
 
+def stamp(dt: datetime) -> str:
+    """``dt`` as a message stamp: UTC to the second, ``2026-03-01T09:00:05Z``.
+
+    Shorter than :func:`iso` (every message of the window carries one into every checkpoint);
+    :func:`message_time` reads both forms.
+    """
+    return dt.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
 def stamp_messages(
     messages: Sequence[BaseMessage], now: datetime, *, earlier: str | None = None
 ) -> list[BaseMessage]:
@@ -234,6 +244,11 @@ def stamp_messages(
     (the previous turn's last answer, seen only now): they get ``earlier``, the time of the
     previous step, when known.
     """
+    if earlier:
+        try:
+            earlier = stamp(datetime.fromisoformat(earlier))
+        except ValueError:
+            pass  # kept as given
     stamped: list[BaseMessage] = []
     seen_human = False
     for message in messages:
@@ -244,6 +259,6 @@ def stamp_messages(
         if "ts" in meta:
             continue
         seen_human = seen_human or message.type == "human"
-        meta["ts"] = earlier if (earlier and not seen_human) else iso(now)
+        meta["ts"] = earlier if (earlier and not seen_human) else stamp(now)
         stamped.append(message)
     return stamped

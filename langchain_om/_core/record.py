@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from langchain_om._core.group_keys import GROUP_KEYS, resolved
 from langchain_om._core.sanitize import sanitize_text
 from langchain_om._core.types import RECORD_VERSION, Hints, ObservationGroup, OMRecord
 from langchain_om.errors import OMUsageError
@@ -67,9 +68,19 @@ def new_record(
 
 
 def coerce_record(value: Any) -> OMRecord | None:
-    """Return ``value`` as a record if it looks like one of ours, else ``None``."""
-    if isinstance(value, Mapping) and value.get("v") == RECORD_VERSION and "groups" in value:
+    """Return ``value`` as a record if it looks like one of ours, else ``None``.
+
+    A record as graph state holds it (groups by key) gets its groups back from the cache.
+
+    Raises:
+        StorageError: ``value`` names groups by key that this process has not read.
+    """
+    if not isinstance(value, Mapping) or value.get("v") != RECORD_VERSION:
+        return None
+    if "groups" in value:
         return dict(value)  # type: ignore[return-value]
+    if isinstance(value.get(GROUP_KEYS), list):
+        return resolved(value)  # type: ignore[no-any-return]
     return None
 
 

@@ -377,13 +377,18 @@ class TokenCounter:
             if got is not None and got[0] == hash(content) and got[1] == aux:
                 total += got[2]
                 continue
-            n = general(message, tag)
+            # The memo answers from now on: no cache entry is written on the message (it would
+            # be copied into every checkpoint of the window); a new process counts it once.
+            n = general(message, tag, persist=False)
             memo.put(mid, content, aux, n)
             total += n
         return total
 
-    def _count_one(self, message: BaseMessage, tag: str) -> int:
-        """Count one message from its cache entry (the parts' keys checked), else recount."""
+    def _count_one(self, message: BaseMessage, tag: str, persist: bool = True) -> int:
+        """Count one message from its cache entry (the parts' keys checked), else recount.
+
+        ``persist=False`` leaves the message's metadata as it is (the caller memoises).
+        """
         content = message.content
         kind = _CLASS_KINDS.get(message.__class__)
         ai: AIMessage = message  # type: ignore[assignment]  # only read when kind == _AI
@@ -426,9 +431,9 @@ class TokenCounter:
                     total += n
                 else:
                     return total
-            return self._recount(metadata, parts, tag) + overhead
+            return self._recount(metadata, parts, tag, persist) + overhead
         if isinstance(metadata, dict):  # a dict subclass
-            return self._recount(metadata, parts, tag) + overhead
+            return self._recount(metadata, parts, tag, persist) + overhead
         return sum(self._part_tokens(p) for p in parts) + overhead
 
     def __call__(self, messages: Sequence[BaseMessage]) -> int:
@@ -522,7 +527,9 @@ class TokenCounter:
 
     # -- cache ------------------------------------------------------------------------------
 
-    def _recount(self, metadata: dict[Any, Any], parts: list[Part], tag: str) -> int:
+    def _recount(
+        self, metadata: dict[Any, Any], parts: list[Part], tag: str, persist: bool = True
+    ) -> int:
         """Count parts, reusing valid cached counts with the same key; write the new entry."""
         om = metadata.get(OM_META_KEY)
         entry = om.get("tok") if isinstance(om, dict) else None
@@ -539,6 +546,8 @@ class TokenCounter:
                 n = self._part_tokens(part)
             counted += part[0], n
             total += n
+        if not persist:
+            return total
         if not isinstance(om, dict):
             om = {}
             metadata[OM_META_KEY] = om

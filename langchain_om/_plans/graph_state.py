@@ -1,6 +1,14 @@
 """How OM lives in graph state: the record key, the window split and the state update.
 
 Shared by the graph nodes and the ``create_agent`` middleware.
+
+The record in state names its observation groups by content key (``group_keys``); the groups
+themselves are in the store (``("langchain_om", "groups", <thread>)``), written once each.
+A checkpoint thus holds a few hundred bytes of record however long the log, which matters
+where every checkpoint is a full copy of the state (``SqliteSaver``), and forks stay right:
+a key names one content forever, so each checkpoint still finds the log it saw. Groups read
+or written are kept in a bounded in-process cache, so a step reads the store only for groups
+this process has not seen (a restart, another worker).
 """
 
 from __future__ import annotations
@@ -12,8 +20,12 @@ from typing import Any
 from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
+from langchain_om._core.group_keys import GROUP_KEYS, cached, remember, resolved, stored_record
 from langchain_om._core.types import OM_META_KEY
+from langchain_om._plans.effects import Plan, StoreBatch
+from langchain_om._plans.storage import group_get_ops, group_put_ops
 from langchain_om._plans.types import TurnOutcome
+from langchain_om.errors import StorageError
 
 OM_STATE_KEY = "om_record"
 """Graph-state key holding the JSON-native OM record."""
@@ -26,13 +38,7 @@ ACTIVITY_FIELDS = ("last_activity_at",)
 step that changes nothing else does not rewrite the whole record into the checkpoint."""
 
 
-def state_record(state: Mapping[str, Any]) -> Any:
-    """The OM record of a graph state: ``om_record`` with the newer stamps of ``om_activity``.
-
-    ``om_record`` holds the whole record as of the last step that changed more than the
-    stamps (its stamps may be older); states written before ``om_activity`` existed have the
-    record alone.
-    """
+def _body(state: Mapping[str, Any]) -> Any:
     record = state.get(OM_STATE_KEY)
     activity = state.get(OM_ACTIVITY_KEY)
     if isinstance(record, dict) and isinstance(activity, dict) and activity:
@@ -40,16 +46,101 @@ def state_record(state: Mapping[str, Any]) -> Any:
     return record
 
 
-def record_update(record: Mapping[str, Any], state: Mapping[str, Any] | None) -> dict[str, Any]:
+def state_record_plan(state: Mapping[str, Any]) -> Plan[Any]:
+    """The OM record of a graph state, its groups read from the store when not cached.
+
+    ``om_record`` holds the record as of the last step that changed more than the stamps
+    (its stamps may be older), with the newer stamps in ``om_activity``. States written
+    before the groups moved to the store hold them inline and read as they are.
+
+    Raises:
+        StorageError: a group the state names is not in the store (the graph runs with
+            another store than the one that wrote the thread).
+    """
+    body = _body(state)
+    if not isinstance(body, dict) or not isinstance(body.get(GROUP_KEYS), list):
+        return body
+    keys: list[str] = body[GROUP_KEYS]
+    found = cached(keys)
+    missing = [k for k in dict.fromkeys(keys) if k not in found]
+    if missing:
+        thread = str(body.get("thread_id"))
+        items = yield StoreBatch(group_get_ops(thread, missing))
+        for key, item in zip(missing, items, strict=True):
+            group = item.value.get("group") if item is not None else None
+            if not isinstance(group, dict):
+                raise StorageError(
+                    f"The observation log of thread {thread!r} names group {key!r}, which is "
+                    "not in the store: run the graph with the store that wrote this thread "
+                    "(the checkpointer and the store must be kept together)."
+                )
+            found[key] = group  # type: ignore[assignment]
+            remember(key, group)  # type: ignore[arg-type]
+    return resolved(body, found)
+
+
+def state_record(state: Mapping[str, Any]) -> Any:
+    """The OM record of a graph state whose groups are at hand (cached).
+
+    For the code paths that run right after a step read or wrote the state; everything else
+    reads with :func:`state_record_plan`.
+
+    Raises:
+        StorageError: a group is not cached (read the state with the plan first).
+    """
+    body = _body(state)
+    if not isinstance(body, dict) or not isinstance(body.get(GROUP_KEYS), list):
+        return body
+    return resolved(body)
+
+
+def state_fields(state: Mapping[str, Any]) -> Any:
+    """The record's fields other than its log (``groups`` empty when not cached).
+
+    Enough for the routers (thresholds read the stored token counts, not the groups).
+    """
+    body = _body(state)
+    if not isinstance(body, dict) or not isinstance(body.get(GROUP_KEYS), list):
+        return body
+    if len(cached(body[GROUP_KEYS])) == len(set(body[GROUP_KEYS])):
+        return resolved(body)
+    return {**{k: v for k, v in body.items() if k != GROUP_KEYS}, "groups": []}
+
+
+def groups_to_store(update: Mapping[str, Any], state: Mapping[str, Any] | None) -> Plan[None]:
+    """Store the groups ``update``'s record names that ``state``'s record did not.
+
+    Run it before the update is returned to LangGraph, so no checkpoint names a group the
+    store lacks. A state whose record holds its groups inline (or none) stores them all.
+    """
+    new = update.get(OM_STATE_KEY)
+    if not isinstance(new, dict) or not new.get(GROUP_KEYS):
+        return
+    current = state.get(OM_STATE_KEY) if state is not None else None
+    known = set(current.get(GROUP_KEYS) or []) if isinstance(current, dict) else set()
+    fresh = cached(k for k in new[GROUP_KEYS] if k not in known)
+    if len(fresh) < len(set(new[GROUP_KEYS]) - known):
+        raise StorageError("observation groups to store left the cache before they were stored")
+    if fresh:
+        yield StoreBatch(group_put_ops(str(new.get("thread_id")), fresh))
+
+
+def record_update(
+    record: Mapping[str, Any], state: Mapping[str, Any] | None, *, inline: bool = False
+) -> dict[str, Any]:
     """The state keys to write for ``record``: only those whose content changed.
 
-    With ``state`` unknown (``None``) both are written.
+    The record is written as :func:`stored_record` (groups by key; store them with
+    :func:`groups_to_store`), or with ``inline`` whole (a ``read_only`` memory writes nothing
+    to the store, so its state must hold its log). With ``state`` unknown (``None``) both keys
+    are written.
     """
     activity = {k: record[k] for k in ACTIVITY_FIELDS if k in record}
+    stored = dict(record) if inline else stored_record(record)
     update: dict[str, Any] = {}
     current = state.get(OM_STATE_KEY) if state is not None else None
-    if not isinstance(current, dict) or not _same_body(current, record):
-        update[OM_STATE_KEY] = dict(record)
+    if not isinstance(current, dict) or not _same_body(current, stored):
+        update[OM_STATE_KEY] = stored
     if state is None or state.get(OM_ACTIVITY_KEY) != activity:
         update[OM_ACTIVITY_KEY] = activity
     return update
@@ -169,6 +260,8 @@ def state_update(
     memory: BaseMessage | None = None,
     current_memory: BaseMessage | None = None,
     state: Mapping[str, Any] | None = None,
+    restamps: bool = True,
+    inline: bool = False,
 ) -> dict[str, Any]:
     """The state update for a turn: removals, restamped messages, the memory message, the record.
 
@@ -178,9 +271,14 @@ def state_update(
     or replaced when its content changed. When OM inserted messages (a time-gap reminder) or
     the first memory message arrives, ``messages`` is rewritten in order: the leading system
     messages, the memory message, the window. With the current ``state``, the record keys are
-    written only when they changed (see :func:`record_update`).
+    written only when they changed (see :func:`record_update`, also for ``inline``).
+
+    With ``restamps=False`` messages that only gained their OM timestamp are not re-added:
+    the stamp is already on the message objects in state, and a front door whose next node
+    always writes ``messages`` (the ``create_agent`` model node appends its reply) lets that
+    write persist it, instead of a third copy of the window in the checkpoint every turn.
     """
-    update = record_update(outcome.record, state)
+    update = record_update(outcome.record, state, inline=inline)
     if outcome.inserted or (memory is not None and current_memory is None):
         split = split_messages(messages)
         keep = [memory] if memory is not None else [m for m in (split.memory,) if m is not None]
@@ -195,9 +293,9 @@ def state_update(
     present = {m.id for m in messages if m.id}
     removed = [mid for mid in outcome.removed_ids if mid in present]
     gone = set(removed)
-    restamped = [m for m in outcome.stamped if m.id and m.id not in gone and m.id in present]
     changes: list[BaseMessage] = [RemoveMessage(id=mid) for mid in removed]
-    changes.extend(restamped)
+    if restamps:
+        changes.extend(m for m in outcome.stamped if m.id and m.id not in gone and m.id in present)
     if memory is not None and (current_memory is None or current_memory.content != memory.content):
         changes.append(memory)
     if changes:

@@ -13,6 +13,9 @@ Namespaces (all under ``"langchain_om"``):
 * ``("langchain_om", "reflection", <thread_id>)`` key ``"current"`` — a background reflection.
 * ``("langchain_om", "msgindex", <thread_id>)`` — message id → archive sequence number, so a
   recall cursor resolves in one lookup (written with the archive).
+* ``("langchain_om", "groups", <thread_id>)`` — the observation groups of a thread whose record
+  lives in graph state, key = the group's content key (immutable: a changed group is a new
+  key), so a checkpoint names its log by keys and forks never overwrite each other's groups.
 * ``("langchain_om", "search", <resource_id or "_">)`` — documents for the store's vector index
   (archived messages and observation groups), written when ``retrieval.vector`` is on.
 
@@ -96,6 +99,23 @@ def buffer_ns(thread_id: str) -> tuple[str, ...]:
 def reflection_ns(thread_id: str) -> tuple[str, ...]:
     """Namespace of a thread's buffered reflection (key ``"current"``)."""
     return (ROOT, "reflection", thread_label(thread_id))
+
+
+def groups_ns(thread_id: str) -> tuple[str, ...]:
+    """Namespace of a graph thread's observation groups (key: the group's content key)."""
+    return (ROOT, "groups", thread_label(thread_id))
+
+
+def group_get_ops(thread_id: str, keys: Sequence[str]) -> list[GetOp]:
+    """Get ops for the groups stored under ``keys``."""
+    ns = groups_ns(thread_id)
+    return [GetOp(ns, key) for key in keys]
+
+
+def group_put_ops(thread_id: str, groups: Mapping[str, ObservationGroup]) -> list[PutOp]:
+    """Put ops storing ``groups`` (content key → group), outside any vector index."""
+    ns = groups_ns(thread_id)
+    return [PutOp(ns, key, {"group": dict(group)}, index=False) for key, group in groups.items()]
 
 
 def backoff_ns(thread_id: str) -> tuple[str, ...]:
@@ -634,6 +654,7 @@ def forget_plan(thread_id: str, resource_id: str | None) -> Plan[None]:
         buffer_ns(thread_id),
         reflection_ns(thread_id),
         backoff_ns(thread_id),
+        groups_ns(thread_id),
     ):
         while True:
             (items,) = yield StoreBatch([SearchOp(ns, limit=FORGET_PAGE)])

@@ -84,7 +84,7 @@ def test_input_above_every_tier_is_observed_in_parts_through_agent_invoke() -> N
     agent.invoke({"messages": [HumanMessage("next", id="n1")]}, config)
     assert len(observer.calls) >= 2  # several Observer calls, each within the tier
     assert all(counter.count_messages(c.messages) <= overhead + 400 for c in observer.calls)
-    record: Any = agent.get_state(config).values["om_record"]
+    record: Any = memory.read_state(agent.get_state(config).values)
     words = set(log_text(record["groups"]).replace(".", " ").split())
     archived = [m.id or "" for m in memory.archived_messages("t", record=record)]
     facts = [int(i[1:]) for i in archived if i.startswith("h")]

@@ -52,22 +52,29 @@ def test_graph_time_travel_rewinds_memory() -> None:
     for i in range(30):
         graph.invoke({"messages": [HumanMessage(user_turn(i))]}, cfg)
     history = list(graph.get_state_history(cfg))
-    final = history[0].values["om_record"]
+    final = memory.read_state(history[0].values)
     earlier = next(
         s
         for s in history
         if s.values.get("om_record")
-        and 0 < s.values["om_record"]["observed_message_count"] < final["observed_message_count"]
+        and 0
+        < memory.read_state(s.values)["observed_message_count"]
+        < final["observed_message_count"]
         and not s.next
     )
-    old_record = earlier.values["om_record"]
+    old_record = memory.read_state(earlier.values)
     forked = graph.invoke({"messages": [HumanMessage("Turn X: a different path")]}, earlier.config)
     assert forked["messages"][-1].type == "ai"
     new_state = graph.get_state({"configurable": {"thread_id": "tt"}}).values
     # The fork continues from the earlier memory, not from the latest one.
-    assert new_state["om_record"]["observed_message_count"] >= old_record["observed_message_count"]
-    assert new_state["om_record"]["observed_message_count"] < final["observed_message_count"]
-    assert new_state["om_record"]["groups"][: len(old_record["groups"])] == old_record["groups"]
+    assert (
+        memory.read_state(new_state)["observed_message_count"]
+        >= old_record["observed_message_count"]
+    )
+    assert memory.read_state(new_state)["observed_message_count"] < final["observed_message_count"]
+    assert (
+        memory.read_state(new_state)["groups"][: len(old_record["groups"])] == old_record["groups"]
+    )
 
 
 def test_graph_requires_a_known_model_node() -> None:
@@ -163,7 +170,7 @@ def test_agent_early_activation_on_idle_and_provider_change() -> None:
     assert change and change[0].previous_model == "p/alpha" and change[0].current_model == "p/beta"
     assert out["messages"][-1].type == "ai"
     state = second.get_state(cfg).values
-    assert state["om_record"]["last_actor_model"] == "p/beta"
+    assert memory.read_state(state)["last_actor_model"] == "p/beta"
     assert check_invariants(memory, "e", state["messages"]) == 2 * 12  # 12 turns, no tools
 
 
@@ -179,7 +186,7 @@ def test_observer_tokens_stay_out_of_the_messages_stream() -> None:
             stream_mode="messages",
         ):
             streamed += chunk.text if chunk.type == "AIMessageChunk" else ""
-    assert agent.get_state(cfg).values["om_record"]["observed_message_count"] > 0
+    assert memory.read_state(agent.get_state(cfg).values)["observed_message_count"] > 0
     assert "Answer" in streamed and "<observations>" not in streamed
 
 

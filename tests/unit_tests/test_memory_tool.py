@@ -64,18 +64,18 @@ def test_the_agent_corrects_a_line_and_the_correction_survives_reflection() -> N
     agent.invoke({"messages": [HumanMessage("I live in Lisbon. " + "Detail. " * 40)]}, config)
     for i in range(3):
         agent.invoke({"messages": [HumanMessage(f"Turn {i}: " + "more " * 60)]}, config)
-    record = agent.get_state(config).values["om_record"]
+    record = memory.read_state(agent.get_state(config).values)
     assert any("Lisbon" in g["text"] for g in record["groups"])
 
     agent.invoke({"messages": [HumanMessage("I moved to Porto, please fix that.")]}, config)
-    record = agent.get_state(config).values["om_record"]
+    record = memory.read_state(agent.get_state(config).values)
     log = "\n".join(g["text"] for g in record["groups"])
     assert "User lives in Porto" in log and "live in Lisbon" not in log
 
     observer.reset()
     for i in range(12):
         agent.invoke({"messages": [HumanMessage(f"Later {i}: " + "talk " * 60)]}, config)
-    record = agent.get_state(config).values["om_record"]
+    record = memory.read_state(agent.get_state(config).values)
     assert record["generation"] >= 1
     prompts = "\n".join(m.text for c in observer.calls for m in c.messages)
     assert "live in Lisbon" not in prompts, (
@@ -135,6 +135,6 @@ def test_in_a_custom_graph_with_the_memory_state_the_tool_edits_the_record() -> 
         graph.invoke({"messages": [HumanMessage(f"Turn {i}: " + "more " * 60)]}, config)
     graph.invoke({"messages": [HumanMessage("I moved to Porto, please fix that.")]}, config)
     values = graph.get_state(config).values
-    log = "\n".join(g["text"] for g in values["om_record"]["groups"])
+    log = "\n".join(g["text"] for g in memory.read_state(values)["groups"])
     assert "User lives in Porto" in log and "live in Lisbon" not in log
     assert values["messages"][-1].text.startswith("Done: Line L")

@@ -48,7 +48,7 @@ def test_fifty_read_only_turns_show_memory_and_change_nothing() -> None:
     config = {"configurable": {"thread_id": "t"}}
     for i in range(12):
         agent.invoke({"messages": [HumanMessage(f"Turn {i}: I live in Lisbon " * 4)]}, config)
-    seeded = agent.get_state(config).values["om_record"]
+    seeded = writer.read_state(agent.get_state(config).values)
     assert seeded["groups"], "the writer observed something to show"
 
     reader_model = memory_model()
@@ -68,7 +68,7 @@ def test_fifty_read_only_turns_show_memory_and_change_nothing() -> None:
     assert reader_model.call_count == 0
     assert store.writes == writes_before
     state = reader_agent.get_state(config).values
-    assert state["om_record"]["groups"] == seeded["groups"]
+    assert reader.read_state(state)["groups"] == seeded["groups"]
     assert reader_actor.call_count >= 50
     first_group = seeded["groups"][0]["text"].splitlines()[-1]
     for call in (reader_actor.calls[0], reader_actor.calls[-1]):
@@ -110,7 +110,7 @@ def test_a_second_agent_reads_a_stored_thread_from_a_fresh_state() -> None:
     agent.invoke({"messages": [HumanMessage("Where do I live?")]}, config)
     assert store.writes == writes
     assert first["groups"][0]["text"].splitlines()[-1] in actor.last_call.messages[0].text
-    assert agent.get_state(config).values["om_record"]["record_id"] == first["record_id"]
+    assert reader.read_state(agent.get_state(config).values)["record_id"] == first["record_id"]
 
     # the user's memory grows; the reader's next turn shows the stored record, not its copy
     for i in range(8, 16):

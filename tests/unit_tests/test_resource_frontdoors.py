@@ -211,7 +211,7 @@ def test_other_threads_messages_count_toward_the_threshold(name: str) -> None:
     app = build(memory, model)
     hello = HumanMessage("hi " + "more words " * 30)  # ~70 tokens: together above 250
     app.invoke({"messages": [hello]}, cfg("B", "u1"))
-    record = app.get_state(cfg("B", "u1")).values["om_record"]
+    record = memory.read_state(app.get_state(cfg("B", "u1")).values)
     assert record["groups"] and "Shared across" in record["groups"][0]["text"]
     assert FACT in record["groups"][0]["text"]
 

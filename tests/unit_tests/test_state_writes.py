@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from langchain.agents import create_agent
@@ -9,6 +10,8 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
+from langchain_om._core.group_keys import group_key, stored_record
+from langchain_om._core.types import OM_META_KEY
 from langchain_om._plans.graph_state import (
     OM_ACTIVITY_KEY,
     OM_STATE_KEY,
@@ -26,7 +29,7 @@ RECORD: dict[str, Any] = {
 
 
 def test_a_stamp_only_change_writes_the_small_key_alone() -> None:
-    state = {OM_STATE_KEY: dict(RECORD), OM_ACTIVITY_KEY: {"last_activity_at": "x"}}
+    state = {OM_STATE_KEY: stored_record(RECORD), OM_ACTIVITY_KEY: {"last_activity_at": "x"}}
     later = {**RECORD, "last_activity_at": "2026-01-01T09:05:00+00:00"}
     update = record_update(later, state)
     assert update == {OM_ACTIVITY_KEY: {"last_activity_at": later["last_activity_at"]}}
@@ -34,11 +37,25 @@ def test_a_stamp_only_change_writes_the_small_key_alone() -> None:
     assert record_update(later, {**state, **update}) == {}  # nothing changed: nothing written
 
 
-def test_a_changed_record_is_written_whole_and_unknown_state_writes_both() -> None:
-    state = {OM_STATE_KEY: dict(RECORD), OM_ACTIVITY_KEY: {"last_activity_at": "x"}}
+def test_a_changed_record_is_written_by_group_keys_and_unknown_state_writes_both() -> None:
+    state = {OM_STATE_KEY: stored_record(RECORD), OM_ACTIVITY_KEY: {"last_activity_at": "x"}}
     grown = {**RECORD, "observation_tokens": 20, "last_activity_at": "x"}
-    assert record_update(grown, state) == {OM_STATE_KEY: grown}
+    update = record_update(grown, state)
+    assert set(update) == {OM_STATE_KEY}
+    written = update[OM_STATE_KEY]
+    assert "groups" not in written and written["group_keys"] == [group_key(RECORD["groups"][0])]
+    assert state_record(update) == grown
     assert set(record_update(grown, None)) == {OM_STATE_KEY, OM_ACTIVITY_KEY}
+    # read_only memories write nothing to the store: their state holds the log inline
+    assert record_update(grown, state, inline=True) == {OM_STATE_KEY: grown}
+
+
+def test_a_group_key_names_its_content() -> None:
+    group: Any = RECORD["groups"][0]
+    edited: Any = {**group, "text": group["text"] + "!"}
+    same: Any = dict(group)
+    assert group_key(group) == group_key(same)  # the content, not the object
+    assert group_key(edited) != group_key(group)
 
 
 def test_a_state_from_before_the_activity_key_reads_as_its_record() -> None:
@@ -74,3 +91,39 @@ def test_agent_turns_below_the_threshold_do_not_rewrite_the_record() -> None:
     assert values[OM_STATE_KEY]["thread_id"] == "t"
     record = state_record(values)
     assert record["last_activity_at"] == values[OM_ACTIVITY_KEY]["last_activity_at"]
+
+
+def test_new_messages_are_stamped_without_a_third_copy_of_the_window() -> None:
+    """Each turn writes ``messages`` twice (the input, the reply); the stamps still persist."""
+    times = iter(datetime(2026, 3, 1, 9, minute, tzinfo=UTC) for minute in range(60))
+    memory = ObservationalMemory(
+        model=memory_model(),
+        observation={"message_tokens": 100_000, "buffer_tokens": False},
+        clock=lambda: next(times),
+    )
+    saver = InMemorySaver()
+    agent = create_agent(
+        ScriptedChatModel(script=[f"reply {i}" for i in range(4)]),
+        [],
+        middleware=[ObservationalMemoryMiddleware(memory)],
+        checkpointer=saver,
+        store=memory.store,
+    )
+    cfg: Any = {"configurable": {"thread_id": "t"}}
+    for i in range(4):
+        agent.invoke({"messages": [HumanMessage(f"hello {i}")]}, cfg)
+    writes = [
+        w for (thread, _, _), ws in saver.writes.items() if thread == "t" for w in ws.values()
+    ]
+    assert len([w for w in writes if w[1] == "messages"]) == 2 * 4
+    # Read back from the checkpointer alone: every message but the newest reply has its time,
+    # and a user message's time is the step at which it arrived (not a later one).
+    stored = saver.get_tuple(cfg)
+    assert stored is not None
+    messages = stored.checkpoint["channel_values"]["messages"]
+    stamps = [m.response_metadata.get(OM_META_KEY, {}).get("ts") for m in messages]
+    assert [m.type for m in messages] == ["human", "ai"] * 4
+    assert all(stamps[:-1]) and stamps[-1] is None
+    user_stamps = stamps[0::2]
+    assert user_stamps == sorted(user_stamps) and len(set(user_stamps)) == 4
+    assert stamps[1] == user_stamps[0]  # a reply is dated by the step that first saw it

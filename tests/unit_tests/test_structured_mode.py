@@ -135,7 +135,7 @@ def test_agent_middleware_in_structured_mode() -> None:
     for turn in turns:
         agent.invoke({"messages": [HumanMessage(turn)]}, thread)
     memory.wait_for_background()
-    record = agent.get_state(thread).values.get("om_record")
+    record = memory.read_state(agent.get_state(thread).values)
     assert isinstance(record, dict)
     text = log_text(record["groups"])
     assert "User said My name is Inês and I live in Braga." in text
