@@ -153,7 +153,7 @@ class Setup:
 def build(name: str, sqlite_path: str | None) -> Setup:
     actor = InstantChatModel()
     if name == "om":
-        observer = memory_model()
+        observer = memory_model(even=True)  # reflections of long one-day logs pass retention
         options: dict[str, Any] = {"model": observer, "background": "manual", **OM_OPTIONS}
         if sqlite_path:
             memory = ObservationalMemory.from_sqlite(sqlite_path, **options)

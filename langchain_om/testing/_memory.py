@@ -40,7 +40,9 @@ def _observe(history: str, words: int) -> str:
     return "\n".join(out)
 
 
-def _reflect(observations: str, keep: float, words: int, target: int | None = None) -> str:
+def _reflect(
+    observations: str, keep: float, words: int, target: int | None = None, even: bool = False
+) -> str:
     lines = [line for line in observations.splitlines() if line.strip()]
     kept: list[str] = []
     bullets = [line for line in lines if not line.startswith("Date:")]
@@ -62,7 +64,7 @@ def _reflect(observations: str, keep: float, words: int, target: int | None = No
         # drop the times as well, so the reflection is smaller than its input
         kept = [" ".join(p for p in line.split() if not _TIME.fullmatch(p)) for line in kept]
     if target is not None:
-        kept = _thinned_within(kept, target)
+        kept = _thinned_within(kept, target, even)
     return "\n".join(kept)
 
 
@@ -75,19 +77,22 @@ def _estimate(lines: list[str]) -> int:
     return sum(len(line) // 3 + 2 for line in lines)
 
 
-def _thinned_within(lines: list[str], target: int) -> list[str]:
-    """An even share of the observation lines (the newest always), so they fit ``target``.
+def _thinned_within(lines: list[str], target: int, even: bool = False) -> list[str]:
+    """Every k-th observation line (the first and the newest always), so they fit ``target``.
 
-    The share is ``target / size``: as many lines as fit, spread evenly over the log, like a
-    Reflector that drops detail everywhere rather than forgetting the start. ``Date:``
-    headers stay with the lines they date.
+    ``Date:`` headers stay with the lines they date; the thinning is even, like a Reflector
+    that drops detail everywhere rather than forgetting the start. With ``even`` it keeps a
+    share of about ``target / size`` of the lines instead (as many as fit).
     """
     bullets = [i for i, line in enumerate(lines) if not line.startswith("Date:")]
     size = _estimate([lines[i] for i in bullets])
     if size < max(1, target) or len(bullets) < 3:
         return lines
-    share = 0.8 * max(1, target) / size
-    keep = {i for n, i in enumerate(bullets) if int((n + 1) * share) > int(n * share)}
+    if even:
+        share = 0.8 * max(1, target) / size
+        keep = {i for n, i in enumerate(bullets) if int((n + 1) * share) > int(n * share)}
+    else:
+        keep = set(bullets[:: -(-size // max(1, target)) + 1])
     keep.add(bullets[-1])
     out: list[str] = []
     header: str | None = None
@@ -102,7 +107,9 @@ def _thinned_within(lines: list[str], target: int) -> list[str]:
     return out
 
 
-def memory_model(*, words: int = 8, keep: float = 0.3, name: str = "memory") -> FunctionChatModel:
+def memory_model(
+    *, words: int = 8, keep: float = 0.3, name: str = "memory", even: bool = False
+) -> FunctionChatModel:
     """A scripted model that acts as both Observer and Reflector.
 
     Args:
@@ -110,6 +117,9 @@ def memory_model(*, words: int = 8, keep: float = 0.3, name: str = "memory") -> 
         keep: fraction of the lines other than 🔴 ones a reflection keeps (one in
             ``round(1/keep)``; every 🔴 line and the date headers are kept).
         name: the model name it reports.
+        even: when a reflection must shrink to the size its prompt asks for, keep as many
+            lines as fit, spread evenly (long logs of distinct facts: every k-th line keeps
+            too few to pass the retention check); by default every k-th line.
 
     Example:
         >>> from langchain_om import ObservationalMemory
@@ -129,7 +139,7 @@ def memory_model(*, words: int = 8, keep: float = 0.3, name: str = "memory") -> 
         if "## Observations to Condense" in prompt:
             body = _section(prompt, "## Observations to Condense", ("\n## ",))
             asked = _TARGET.search(prompt)
-            text = _reflect(body, keep, words, int(asked.group(1)) if asked else None)
+            text = _reflect(body, keep, words, int(asked.group(1)) if asked else None, even)
             return f"<observations>\n{text}\n</observations>"
         history = _section(prompt, "## New Messages to Observe", ("\n### ", "\n---", "\n## "))
         text = _observe(history, words)

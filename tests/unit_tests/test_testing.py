@@ -22,6 +22,8 @@ from pytest_socket import SocketBlockedError
 from typing_extensions import TypedDict
 
 import langchain_om.testing
+from langchain_om._core.retention import check_reflection
+from langchain_om._core.tokens import TokenCounter
 from langchain_om.testing import (
     FunctionChatModel,
     RecordedCall,
@@ -35,6 +37,7 @@ from langchain_om.testing import (
     server_error,
     timeout_error,
 )
+from langchain_om.testing._memory import _reflect
 
 Mode = Literal["invoke", "ainvoke", "stream", "astream"]
 MODES: list[Mode] = ["invoke", "ainvoke", "stream", "astream"]
@@ -485,3 +488,19 @@ def test_unit_tests_keep_unix_sockets_for_the_event_loop() -> None:
         a.sendall(b"x")
         assert b.recv(1) == b"x"
     assert asyncio.run(asyncio.sleep(0, result="ran")) == "ran"
+
+
+def test_memory_model_even_thinning_keeps_enough_of_a_long_log_of_distinct_facts() -> None:
+    log = "Date: Dec 1, 2026\n" + "\n".join(
+        f"* 🔴 (09:{i % 60:02d}) User said: Turn {i}: item {1000 + i} goes to Porto"
+        for i in range(120)
+    )
+    count = TokenCounter().count_text
+    verdicts = {}
+    for even in (False, True):
+        out = _reflect(log, 0.3, 8, 1_000, even)
+        verdicts[even] = check_reflection(
+            log, out, input_tokens=count(log), output_tokens=count(out), target_tokens=1_000
+        )
+    assert verdicts[True].accepted, verdicts[True].detail
+    assert verdicts[True].kept_facts > verdicts[False].kept_facts  # every k-th keeps fewer
