@@ -26,7 +26,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_om._core.record import coerce_record
 from langchain_om._core.types import OMRecord
 from langchain_om._plans.types import TurnEnv
-from langchain_om._providers import model_id
+from langchain_om._providers import ModelMemo, model_id
 from langchain_om.errors import OMConfigError
 
 __all__ = ["ActorEnvs", "ActorModel", "describe_actor"]
@@ -74,6 +74,15 @@ def describe_actor(model: object) -> ActorModel | None:
         return model
     if isinstance(model, str):
         return ActorModel(model_id=model) if model.strip() else None
+    if isinstance(model, BaseChatModel):  # not wrapped: its own fields say it all
+        return _ACTORS.get(model, _describe_model)
+    return _describe_model(model)
+
+
+_ACTORS: ModelMemo[ActorModel] = ModelMemo()
+
+
+def _describe_model(model: object) -> ActorModel:
     inner, bound = _unwrap(model)
     if not isinstance(inner, BaseChatModel):
         raise OMConfigError(

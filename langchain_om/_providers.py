@@ -12,9 +12,10 @@ import importlib.util
 import os
 import re
 import threading
+import weakref
 from collections import OrderedDict
-from collections.abc import Mapping
-from typing import Any, cast
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar, cast
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage
@@ -25,6 +26,7 @@ from langchain_om.errors import MissingProviderError, ModelResolutionError
 __all__ = [
     "DEFAULT_MAX_OUTPUT_TOKENS",
     "DEFAULT_MODEL",
+    "ModelMemo",
     "apply_settings",
     "check_model_string",
     "clear_model_cache",
@@ -360,6 +362,59 @@ def model_id(model: BaseChatModel) -> str:
         >>> model_id(FakeListChatModel(responses=["x"]))
         'fakelistchatmodel/fake-list-chat-model'
     """
+    return _MODEL_IDS.get(model, _model_id)
+
+
+_R = TypeVar("_R")
+
+
+class ModelMemo(Generic[_R]):
+    """A value read from a chat model, memoised per model object.
+
+    An entry holds a weak reference to the model and its field values when the value was read;
+    it answers while the same object holds equal field values (reassigning a field, changing a
+    dict field such as ``profile`` in place, or another model at the same address reads it
+    again). Every step reads the agent model's identity, and its tracing parameters cost far
+    more than this check.
+    """
+
+    def __init__(self, limit: int = 256) -> None:
+        self._entries: dict[int, tuple[weakref.ref[Any], tuple[Any, Any], _R]] = {}
+        self._limit = limit
+
+    def get(self, model: Any, read: Callable[[Any], _R]) -> _R:
+        """``read(model)``, or the value read before from this model with these fields."""
+        fields = (getattr(model, "__dict__", None), getattr(model, "__pydantic_extra__", None))
+        hit = self._entries.get(id(model))
+        if hit is not None and hit[0]() is model:
+            try:
+                if hit[1] == fields:
+                    return hit[2]
+            except Exception:  # a field value that cannot be compared: read it again
+                pass
+        value = read(model)
+        if isinstance(fields[0], dict):
+            try:
+                ref = weakref.ref(model)
+            except TypeError:
+                return value
+            if len(self._entries) >= self._limit:
+                self._entries.clear()
+            self._entries[id(model)] = (ref, (_copied(fields[0]), _copied(fields[1])), value)
+        return value
+
+
+def _copied(fields: Any) -> Any:
+    """Field values as they are now: dict fields (``profile``, ``model_kwargs``) copied too."""
+    if not isinstance(fields, dict):
+        return fields
+    return {k: dict(v) if isinstance(v, dict) else v for k, v in fields.items()}
+
+
+_MODEL_IDS: ModelMemo[str] = ModelMemo()
+
+
+def _model_id(model: BaseChatModel) -> str:
     params = _ls_params(model)
     raw_provider = str(params.get("ls_provider") or "") or model._llm_type
     provider = _ID_PROVIDERS.get(raw_provider, raw_provider)

@@ -70,8 +70,24 @@ def encode_label(value: str) -> str:
     Raises:
         TypeError: ``value`` is not a string.
     """
+    if type(value) is str:  # every store op names its thread: the labels are memoised
+        label = _LABELS.get(value)
+        if label is None:
+            label = _encode(value)
+            if len(_LABELS) >= _LABELS_MAX:
+                _LABELS.clear()
+            _LABELS[value] = label
+        return label
     if not isinstance(value, str):
         raise TypeError(f"ids must be strings, got {type(value).__name__}")
+    return _encode(value)
+
+
+_LABELS: dict[str, str] = {}
+_LABELS_MAX = 4096
+
+
+def _encode(value: str) -> str:
     if (
         is_valid_label(value)
         and not value.startswith(ESCAPE)

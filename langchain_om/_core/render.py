@@ -499,8 +499,29 @@ def annotate_relative_time(
             out.append(f"{line.rstrip()} ({label})")
             previous = last
             continue
-        out.append(_annotate_resolved_dates(_annotate_inline_dates(line, today), today))
+        out.append(_annotated_line(line, today))
     return "\n".join(out), previous
+
+
+_LINE_LABELS: dict[tuple[str, date], str] = {}
+_LINE_LABELS_CHARS = [0]
+_LINE_LABELS_MAX_CHARS = 4_000_000
+
+
+def _annotated_line(line: str, today: date) -> str:
+    """One observation line (not a ``Date:`` header) with its dates labelled, memoised (at
+    most ~4 M characters of keys): a line depends only on itself and the day, so a group a
+    reflection or a merge rewrote relabels only its new lines."""
+    key = (line, today)
+    shown = _LINE_LABELS.get(key)
+    if shown is None:
+        shown = _annotate_resolved_dates(_annotate_inline_dates(line, today), today)
+        if _LINE_LABELS_CHARS[0] + len(line) > _LINE_LABELS_MAX_CHARS:
+            _LINE_LABELS.clear()
+            _LINE_LABELS_CHARS[0] = 0
+        _LINE_LABELS[key] = shown
+        _LINE_LABELS_CHARS[0] += len(line)
+    return shown
 
 
 def _annotate_resolved_dates(line: str, today: date) -> str:

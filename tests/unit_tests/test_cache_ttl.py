@@ -77,3 +77,17 @@ def test_retention_is_read_from_the_agent_model() -> None:
     env = memory._actors.env_for(actor)  # what the engine's step plans see for this agent model
     assert env.cache_retention == "24h"
     assert auto_ttl_ms(actor.model_id, retention=env.cache_retention) == 60 * MIN
+
+
+def test_the_agent_model_is_read_again_when_its_fields_change() -> None:
+    model = ScriptedChatModel(script=["x"], model="gpt-5", provider="openai")
+    assert describe_actor(model) == describe_actor(model) == describe_actor("openai/gpt-5")
+    model.profile = {"max_input_tokens": 1_000}
+    actor = describe_actor(model)
+    assert actor is not None and actor.max_input_tokens == 1_000
+    model.profile["max_input_tokens"] = 2_000  # changed in place
+    actor = describe_actor(model)
+    assert actor is not None and actor.max_input_tokens == 2_000
+    model.model_name = "gpt-5-mini"
+    actor = describe_actor(model)
+    assert actor is not None and actor.model_id == "openai/gpt-5-mini"

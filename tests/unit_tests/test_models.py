@@ -427,6 +427,17 @@ def test_model_id_reads_tracing_params(provider: str, name: str, expected: str) 
     assert model_id(scripted(name=name, provider=provider)) == expected
 
 
+def test_model_id_of_the_same_model_is_read_again_when_its_fields_change() -> None:
+    model = scripted(name="first", provider="openai")
+    assert model_id(model) == model_id(model) == "openai/first"
+    model.model_name = "second"
+    assert model_id(model) == "openai/second"
+    model.provider = "anthropic"
+    assert model_id(model) == "anthropic/second"
+    # Another object with the same fields has the same id.
+    assert model_id(scripted(name="second", provider="anthropic")) == "anthropic/second"
+
+
 def test_model_id_falls_back_to_class_and_llm_type() -> None:
     fake = GenericFakeChatModel(messages=iter(["x"]))
     assert model_id(fake) == "genericfakechatmodel/generic-fake-chat-model"

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import copy
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -326,3 +327,42 @@ def test_an_unchanged_record_is_rendered_once_per_day() -> None:
         assert ctx is not first and ctx.text != first.text
         render_mod._RENDERED.clear()
         assert render_memory(other, now=now, retrieval=retrieval).blocks == ctx.blocks
+
+
+def _forget_renders() -> None:
+    """Clear every render memo (contexts, annotated groups and lines, group sizes)."""
+    render_mod._RENDERED.clear()
+    render_mod._annotated_group.cache_clear()
+    render_mod._LINE_LABELS.clear()
+    render_mod._GROUP_SIZES.clear()
+
+
+def test_memoised_groups_and_lines_render_as_from_scratch() -> None:
+    lines = [
+        "Date: Nov 2, 2026",
+        "* 🔴 (09:00) User flies to Oslo on December 3, 2026",
+        "* 🟡 (09:05) User will meet Ana (meaning Nov 10, 2026)",
+    ]
+    first = record([group("g1", "\n".join(lines))])
+    # A reflection rewrites the log from lines already labelled once, plus new ones.
+    rewritten = record(
+        [
+            group("r1", "\n".join([*lines, "* 🟢 (10:00) Paid in 2025"]), kind="reflection"),
+            group("g2", "Date: Nov 29, 2026\n* 🔴 (11:00) Booked 2026-12-01"),
+        ]
+    )
+    later = NOW + timedelta(days=40)
+    warm: dict[tuple[int, datetime], list[str]] = {}
+    _forget_renders()
+    options: dict[str, Any] = {"max_observation_tokens": 10_000, "count": len}
+    for i, rec in enumerate([first, rewritten, first, rewritten]):
+        for now in (NOW, later):
+            warm[i % 2, now] = render_memory(rec, now=now, retrieval=True, **options).blocks
+    for (i, now), blocks in warm.items():
+        _forget_renders()
+        cold = render_memory([first, rewritten][i], now=now, retrieval=True, **options)
+        assert cold.blocks == blocks
+    # The day relabels the same lines.
+    assert warm[1, NOW] != warm[1, later]
+    assert "Paid in 2025 (last year)" in "".join(warm[1, NOW])
+    assert "Paid in 2025 (2 years ago)" in "".join(warm[1, later])
