@@ -307,7 +307,15 @@ def _fit_annotated(
     count: Callable[[str], int],
     labels: tuple[date, tuple[str, ...]],
 ) -> tuple[list[ObservationGroup], list[str], int]:
-    """Shown groups whose labelled text (relative dates added) still fits ``max_tokens``."""
+    """Shown groups whose labelled text (relative dates added) still fits ``max_tokens``.
+
+    The labelled groups are first sized one by one (memoised, so a re-render counts only new
+    or relabelled groups); well under the cap that answers, as counts of newline-joined text
+    add up to within a token a line. Near or over it the joined text is counted.
+    """
+    sizes = sum(_group_size(_shown_lines([text]), count) + 1 for text in texts)
+    if sizes <= FIT_MARGIN * max_tokens:
+        return groups, texts, hidden
     for _ in range(8):
         over = count(_shown_lines(texts)) - max_tokens
         if over <= 0 or not groups:
@@ -323,6 +331,10 @@ def _fit_annotated(
             hidden += extra
         texts = _annotated(groups, *labels)
     return groups, texts, hidden
+
+
+FIT_MARGIN = 0.9
+"""Share of the cap under which the sum of the labelled groups' sizes is taken as fitting."""
 
 
 def _shown_lines(texts: Sequence[str]) -> str:

@@ -18,6 +18,7 @@ from langchain_om._core.render import (
     annotate_relative_time,
     render_memory,
 )
+from langchain_om._core.tokens import TokenCounter
 from langchain_om._core.types import Hints, ObservationGroup, OMRecord
 from langchain_om.errors import OMUsageError
 
@@ -366,3 +367,31 @@ def test_memoised_groups_and_lines_render_as_from_scratch() -> None:
     assert warm[1, NOW] != warm[1, later]
     assert "Paid in 2025 (last year)" in "".join(warm[1, NOW])
     assert "Paid in 2025 (2 years ago)" in "".join(warm[1, later])
+
+
+def test_a_log_well_under_its_cap_renders_as_when_the_whole_log_is_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    count = TokenCounter().count_text
+    groups = [
+        group(
+            f"g{i}",
+            f"Date: Nov {1 + i % 28}, 2026\n"
+            + "\n".join(
+                f"* 🔴 (09:{j:02d}) Fact {i}-{j}: parcel {i * 31 + j} to Porto" for j in range(8)
+            ),
+        )
+        for i in range(12)
+    ]
+    rec = record(groups)
+    joined = "\n".join(line for g in groups for line in g["text"].splitlines() if line.strip())
+    parts = sum(count(g["text"]) + 1 for g in groups)
+    assert abs(count(joined) - parts) <= len(groups)  # newline-joined counts add up
+    for cap in (10_000, parts + 20, parts // 2, 60):  # well under, near, over, far over
+        _forget_renders()
+        quick = render_memory(rec, now=NOW, max_observation_tokens=cap, count=count).blocks
+        _forget_renders()
+        with monkeypatch.context() as m:
+            m.setattr(render_mod, "FIT_MARGIN", 0.0)  # always count the joined log
+            exact = render_memory(rec, now=NOW, max_observation_tokens=cap, count=count).blocks
+        assert quick == exact
