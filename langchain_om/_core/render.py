@@ -397,8 +397,11 @@ def bounded_groups(
 
     The memory context stays bounded even while reflections fail (the stored log keeps
     everything and the next reflection condenses it all). When the newest group alone is too
-    large, its newest lines that fit are shown (its first ``Date:`` header kept).
+    large, its newest lines that fit are shown (its first ``Date:`` header kept). A log whose
+    stored sizes (``tokens``) are well under the cap (:data:`FIT_MARGIN`) is not counted.
     """
+    if count and sum(int(g.get("tokens") or 0) for g in groups) <= FIT_MARGIN * max_tokens:
+        return list(groups), 0  # well under the cap by the stored sizes: nothing to count
     sizes = [_group_size(g["text"], count) if count else int(g.get("tokens") or 0) for g in groups]
     if sum(sizes) <= max_tokens:
         return list(groups), 0
