@@ -173,3 +173,15 @@ def test_forks_read_the_log_each_checkpoint_saw(cold_cache: None) -> None:
     assert memory.read_state(history[0].values) == latest
     assert memory.read_state(earlier.values) == seen
     assert memory.read_state(graph.get_state(cfg).values) == fork
+
+
+def test_forget_deletes_the_threads_groups(cold_cache: None) -> None:
+    store = CountingStore()
+    memory = _memory(store)
+    agent = build_agent(memory, FunctionChatModel(function=actor_reply))
+    cfg: Any = {"configurable": {"thread_id": "gone"}}
+    for i in range(12):
+        agent.invoke({"messages": [HumanMessage(user_turn(i))]}, cfg)
+    assert store.search(("langchain_om", "groups", "gone"), limit=10)
+    memory.forget(thread_id="gone")
+    assert store.search(("langchain_om", "groups", "gone"), limit=10) == []
