@@ -34,7 +34,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from langchain_core.messages import SystemMessage
 
@@ -369,25 +369,43 @@ def hidden_note(lines: int) -> str:
     return f"[{lines} older observation lines are not shown while the log is condensed]"
 
 
-_GROUP_SIZES: dict[tuple[Callable[[str], int], str], int] = {}
-_GROUP_SIZES_CHARS = [0]
-_GROUP_SIZES_MAX_CHARS = 4_000_000
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+class _TextMemo(Generic[_K, _V]):
+    """A memo keyed by texts, emptied when its keys pass ``max_chars`` characters."""
+
+    def __init__(self, max_chars: int = 4_000_000) -> None:
+        self.entries: dict[_K, _V] = {}
+        self.chars = 0
+        self.max_chars = max_chars
+
+    def get(self, key: _K, text: str, make: Callable[[], _V]) -> _V:
+        """The value for ``key`` (whose text is ``text``), made by ``make`` on a miss."""
+        value = self.entries.get(key)
+        if value is None:
+            value = make()
+            if self.chars + len(text) > self.max_chars:
+                self.clear()
+            self.entries[key] = value
+            self.chars += len(text)
+        return value
+
+    def clear(self) -> None:
+        """Forget every entry."""
+        self.entries.clear()
+        self.chars = 0
+
+
+_GROUP_SIZES: _TextMemo[tuple[Callable[[str], int], str], int] = _TextMemo()
 
 
 def _group_size(text: str, count: Callable[[str], int]) -> int:
     """``count(text)``, memoised (at most ~4 M characters of keys): a re-render after one new
     group recounts only that group, and the newest lines of an unchanged oversized group are
     not measured again."""
-    key = (count, text)
-    size = _GROUP_SIZES.get(key)
-    if size is None:
-        size = count(text)
-        if _GROUP_SIZES_CHARS[0] + len(text) > _GROUP_SIZES_MAX_CHARS:
-            _GROUP_SIZES.clear()
-            _GROUP_SIZES_CHARS[0] = 0
-        _GROUP_SIZES[key] = size
-        _GROUP_SIZES_CHARS[0] += len(text)
-    return size
+    return _GROUP_SIZES.get((count, text), text, lambda: count(text))
 
 
 def bounded_groups(
@@ -518,25 +536,18 @@ def annotate_relative_time(
     return "\n".join(out), previous
 
 
-_LINE_LABELS: dict[tuple[str, date], str] = {}
-_LINE_LABELS_CHARS = [0]
-_LINE_LABELS_MAX_CHARS = 4_000_000
+_LINE_LABELS: _TextMemo[tuple[str, date], str] = _TextMemo()
 
 
 def _annotated_line(line: str, today: date) -> str:
     """One observation line (not a ``Date:`` header) with its dates labelled, memoised (at
     most ~4 M characters of keys): a line depends only on itself and the day, so a group a
     reflection or a merge rewrote relabels only its new lines."""
-    key = (line, today)
-    shown = _LINE_LABELS.get(key)
-    if shown is None:
-        shown = _annotate_resolved_dates(_annotate_inline_dates(line, today), today)
-        if _LINE_LABELS_CHARS[0] + len(line) > _LINE_LABELS_MAX_CHARS:
-            _LINE_LABELS.clear()
-            _LINE_LABELS_CHARS[0] = 0
-        _LINE_LABELS[key] = shown
-        _LINE_LABELS_CHARS[0] += len(line)
-    return shown
+    return _LINE_LABELS.get(
+        (line, today),
+        line,
+        lambda: _annotate_resolved_dates(_annotate_inline_dates(line, today), today),
+    )
 
 
 def _annotate_resolved_dates(line: str, today: date) -> str:

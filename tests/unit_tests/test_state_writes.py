@@ -63,25 +63,33 @@ def test_a_state_from_before_the_activity_key_reads_as_its_record() -> None:
     assert state_record({}) is None
 
 
-def test_agent_turns_below_the_threshold_do_not_rewrite_the_record() -> None:
-    memory = ObservationalMemory(
-        model=memory_model(),
-        observation={"message_tokens": 100_000, "buffer_tokens": False},
-    )
+def _turns(memory: ObservationalMemory, replies: list[str]) -> tuple[Any, InMemorySaver, list[Any]]:
+    """An agent with ``memory`` run one turn per reply on thread ``t``; the saver's writes."""
     saver = InMemorySaver()
     agent = create_agent(
-        ScriptedChatModel(script=["ok"] * 5),
+        ScriptedChatModel(script=replies),
         [],
         middleware=[ObservationalMemoryMiddleware(memory)],
         checkpointer=saver,
         store=memory.store,
     )
-    cfg: Any = {"configurable": {"thread_id": "t"}}
-    for i in range(5):
-        agent.invoke({"messages": [HumanMessage(f"hello {i}")]}, cfg)
+    for i in range(len(replies)):
+        agent.invoke(
+            {"messages": [HumanMessage(f"hello {i}")]}, {"configurable": {"thread_id": "t"}}
+        )
     writes = [
         w for (thread, _, _), ws in saver.writes.items() if thread == "t" for w in ws.values()
     ]
+    return agent, saver, writes
+
+
+def test_agent_turns_below_the_threshold_do_not_rewrite_the_record() -> None:
+    memory = ObservationalMemory(
+        model=memory_model(),
+        observation={"message_tokens": 100_000, "buffer_tokens": False},
+    )
+    agent, saver, writes = _turns(memory, ["ok"] * 5)
+    cfg: Any = {"configurable": {"thread_id": "t"}}
     record_writes = [w for w in writes if w[1] == OM_STATE_KEY]
     activity_writes = [w for w in writes if w[1] == OM_ACTIVITY_KEY]
     # turn 1 creates it and its model call notes the actor model; later steps only stamp
@@ -101,20 +109,8 @@ def test_new_messages_are_stamped_without_a_third_copy_of_the_window() -> None:
         observation={"message_tokens": 100_000, "buffer_tokens": False},
         clock=lambda: next(times),
     )
-    saver = InMemorySaver()
-    agent = create_agent(
-        ScriptedChatModel(script=[f"reply {i}" for i in range(4)]),
-        [],
-        middleware=[ObservationalMemoryMiddleware(memory)],
-        checkpointer=saver,
-        store=memory.store,
-    )
+    _, saver, writes = _turns(memory, [f"reply {i}" for i in range(4)])
     cfg: Any = {"configurable": {"thread_id": "t"}}
-    for i in range(4):
-        agent.invoke({"messages": [HumanMessage(f"hello {i}")]}, cfg)
-    writes = [
-        w for (thread, _, _), ws in saver.writes.items() if thread == "t" for w in ws.values()
-    ]
     assert len([w for w in writes if w[1] == "messages"]) == 2 * 4
     # Read back from the checkpointer alone: every message but the newest reply has its time,
     # and a user message's time is the step at which it arrived (not a later one).
