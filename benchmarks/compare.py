@@ -18,7 +18,8 @@ Each runs on ``InMemorySaver`` and on ``SqliteSaver`` (a temporary file, default
 langchain-om via ``ObservationalMemory.from_sqlite``, its archive in the same file). At each
 point (100 and 1 000 turns; 10 000 with ``--full``) the script reports the median CPU and wall
 ms of the last turns, the bytes written to the checkpointer per turn (checkpoint and writes
-tables / blobs, measured around sampled turns) and, on SQLite, the file's growth per turn.
+tables / blobs, measured around sampled turns) and, on SQLite, the file's growth per turn
+since the previous point (WAL included).
 Startup, each in fresh subprocesses: ``import langchain_om`` against ``import
 langchain.agents``, and the first turn's extra time (first turn minus the second) of om, the
 summarizer and the plain agent.
@@ -119,7 +120,7 @@ class Setup:
     background: dict[int, float] = field(default_factory=dict)
     written: dict[int, int] = field(default_factory=dict)
     file_at: dict[int, int] = field(default_factory=dict)
-    """SQLite file bytes (with its WAL) after each timed turn."""
+    """SQLite file bytes (with its WAL) before the first turn (key 0) and after each point."""
 
     @property
     def config(self) -> dict[str, Any]:
@@ -206,6 +207,8 @@ def window(point: int) -> int:
 def run(setups: list[Setup], points: list[int]) -> None:
     """Run every setup to the last point, round-robin, timing the turns in each window."""
     last = points[-1]
+    for s in setups:
+        s.file_at[0] = s.file_bytes()
     for turn in range(1, last + 1):
         timed = any(p - window(p) < turn <= p for p in points)
         for s in setups:
@@ -228,6 +231,7 @@ def run(setups: list[Setup], points: list[int]) -> None:
             if timed:
                 s.turn_cpu[turn], s.turn_wall[turn], s.background[turn] = cpu, wall, bg
                 s.written[turn] = s.stored_bytes() - before
+            if turn in points:
                 s.file_at[turn] = s.file_bytes()
 
 
@@ -237,11 +241,10 @@ def at(samples: dict[int, float] | dict[int, int], point: int) -> float:
 
 
 def growth(setup: Setup, point: int) -> float:
-    """SQLite file growth per turn over the window ending at ``point`` (WAL included)."""
-    turns = [t for t in range(point - window(point) + 1, point + 1) if t in setup.file_at]
-    if len(turns) < 2:
-        return 0.0
-    return (setup.file_at[turns[-1]] - setup.file_at[turns[0]]) / (turns[-1] - turns[0])
+    """SQLite file growth per turn since the previous point (the start for the first; WAL
+    included): every turn's writes, not a window that a WAL reset or a freed page can swing."""
+    before = max(t for t in setup.file_at if t < point)
+    return (setup.file_at[point] - setup.file_at[before]) / (point - before)
 
 
 # -- startup (fresh subprocesses) --------------------------------------------------------------

@@ -7,6 +7,8 @@ Runs, one after the other, each in its own process:
 * ``recall.py``: recall page reads at two archive sizes;
 * ``compare.py``: a whole turn beside the summarizer, a plain agent and a floor middleware on
   InMemorySaver and SqliteSaver (CPU/wall, bytes written per turn, startup);
+* ``threads.py`` (full and quick runs; the tests run its smoke mode on their own): the
+  per-turn cost on a store holding 100, 1 000 and 5 000 other threads;
 
 then writes a short markdown report (the targets first, then each script's tables) and a PNG
 plot of per-turn time against turns.
@@ -34,6 +36,8 @@ HERE = Path(__file__).parent
 TARGET_MS = 5.0
 TARGET_GROWTH = 1.5
 TARGET_CACHE = 20.0
+TARGET_THREADS = 1.2
+"""Most a turn may cost at the most threads, as a multiple of its cost at the fewest."""
 
 
 def run(script: str, *args: str, capture: bool = False) -> str:
@@ -61,6 +65,8 @@ def run_all(mode: str, out: Path) -> str:
     recall = run("recall.py", *recall_args, capture=True)
     compare_args = {"full": ["--full"], "quick": [], "smoke": ["--smoke"]}[mode]
     run("compare.py", *compare_args, "--out", str(out / "compare.md"))
+    if mode != "smoke":
+        run("threads.py", "--out", str(out / "threads.md"))
     return recall
 
 
@@ -114,7 +120,9 @@ def cache_speedups(tokens_md: str) -> list[float]:
     return [float(x) for x in re.findall(r"\*\*([\d.]+)×\*\*", line)]
 
 
-def targets(data: dict[str, Any], tokens_md: str) -> list[str]:
+def targets(
+    data: dict[str, Any], tokens_md: str, extra: list[list[str]] | None = None
+) -> list[str]:
     points = data["points"]
     lo, hi = (points[-2], points[-1]) if len(points) > 1 else (points[0], points[0])
     rows: list[list[str]] = []
@@ -165,7 +173,28 @@ def targets(data: dict[str, Any], tokens_md: str) -> list[str]:
                 "met" if value >= TARGET_CACHE else "**not met**",
             ]
         )
+    rows += extra or []
     return table(["target", "result", "status"], rows, left=1)
+
+
+def thread_targets(path: Path) -> list[list[str]]:
+    """One target row per store of ``threads.py``'s JSON: the turn at most threads vs fewest."""
+    if not path.exists():
+        return []
+    rows: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
+    out: list[list[str]] = []
+    for store in dict.fromkeys(r["store"] for r in rows):
+        mine = sorted((r for r in rows if r["store"] == store), key=lambda r: r["threads"])
+        worst = max(r["ratio"] for r in mine)
+        out.append(
+            [
+                f"per-turn cost flat from {mine[0]['threads']:,} to {mine[-1]['threads']:,} "
+                f"threads ({store}, ≤ {TARGET_THREADS}× at fewest)",
+                f"{worst:.2f}× at most",
+                "met" if worst <= TARGET_THREADS else "**not met**",
+            ]
+        )
+    return out
 
 
 def write_report(out: Path, mode: str, recall_output: str) -> Path:
@@ -185,7 +214,7 @@ def write_report(out: Path, mode: str, recall_output: str) -> Path:
         "",
         "## Targets",
         "",
-        *targets(data, tokens_md),
+        *targets(data, tokens_md, [] if mode == "smoke" else thread_targets(out / "threads.json")),
         "",
         "![Per-turn time against turns](turns.png)",
         "",
@@ -200,6 +229,14 @@ def write_report(out: Path, mode: str, recall_output: str) -> Path:
             "## Beside the alternatives (`benchmarks/compare.py`)",
             "",
             _body(compare_path.read_text(encoding="utf-8")),
+        ]
+    threads_path = out / "threads.md"
+    if mode != "smoke" and threads_path.exists():
+        parts += [
+            "",
+            "## Threads in the store (`benchmarks/threads.py`)",
+            "",
+            _body(threads_path.read_text(encoding="utf-8")),
         ]
     if tokens_md:
         parts += ["", "## Token counting (`benchmarks/tokens.py`)", "", _body(tokens_md)]

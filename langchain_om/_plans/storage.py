@@ -248,7 +248,10 @@ def archive_ops(
 ) -> list[PutOp]:
     """Put ops that archive ``messages`` at sequence numbers ``first_seq, first_seq+1, …``.
 
-    The messages go on ``branch`` (see :mod:`langchain_om._core.branches`).
+    The messages go on ``branch`` (see :mod:`langchain_om._core.branches`). An entry holds the
+    message (``message_to_dict``) and what is read without loading it (id, role, time, part
+    kinds, tool names); its text is in the message only, not stored twice (entries written
+    before may still carry a ``text`` copy, which nothing reads).
     """
     ops: list[PutOp] = []
     for offset, message in enumerate(messages):
@@ -263,7 +266,6 @@ def archive_ops(
             "resource_id": resource_id,
             "role": message.type,
             "ts": ts,
-            "text": message_text(message),
             "part_types": part_types(message),
             "tool_names": tool_names(message),
             "message": message_to_dict(message),
