@@ -309,7 +309,10 @@ def report(results: dict[str, list[Setup]], points: list[int], start: dict[str, 
                         f"{cpu * 1e3:.2f} ({wall * 1e3:.2f})",
                         f"{cpu / summ:.2f}×",
                         f"{at(s.written, p) / 1024:.1f} KB",
-                        f"{growth(s, p) / 1024:.1f} KB" if store == "SqliteSaver" else "–",
+                        # the plain agent runs only the timed turns: no growth per turn
+                        f"{growth(s, p) / 1024:.1f} KB"
+                        if store == "SqliteSaver" and s.name != "plain"
+                        else "–",
                         f"{at(s.background, p) * 1e3:.2f}" if s.name == "om" else "–",
                     ]
                 )

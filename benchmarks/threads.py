@@ -88,13 +88,15 @@ def _memory(
 ) -> ObservationalMemory:
     if url is not None:
         return ObservationalMemory.from_postgres(
-            url, model=memory_model(), background="manual", **OPTIONS
+            url, model=memory_model(even=True), background="manual", **OPTIONS
         )
     if path is not None:
         return ObservationalMemory.from_sqlite(
-            path, model=memory_model(), background="manual", **OPTIONS
+            path, model=memory_model(even=True), background="manual", **OPTIONS
         )
-    return ObservationalMemory(model=memory_model(), store=store, background="manual", **OPTIONS)
+    return ObservationalMemory(
+        model=memory_model(even=True), store=store, background="manual", **OPTIONS
+    )
 
 
 class _Thread:

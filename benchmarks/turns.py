@@ -5,7 +5,8 @@ answers of 40-100 words; every model answers instantly, so model latency is excl
 
 * ``plain``: no memory; the whole history stays in state.
 * ``om``: ``ObservationalMemoryMiddleware`` (message_tokens 3 000, observation_tokens 4 000,
-  default buffering); the Observer and Reflector are ``langchain_om.testing.memory_model()``.
+  default buffering); the Observer and Reflector are
+  ``langchain_om.testing.memory_model(even=True)``.
 * ``summarization``: LangChain's ``SummarizationMiddleware`` (trigger 3 000 tokens, keep 20
   messages) with an instant scripted summarizer.
 * ``langmem``: LangMem's ``SummarizationNode`` (max_tokens_before_summary 3 000, max_tokens
@@ -200,7 +201,7 @@ def build(name: str, sqlite_path: str | None = None) -> Setup:
     conn: sqlite3.Connection | None = None
     if name == "om":
         options: dict[str, Any] = {
-            "model": memory_model(),
+            "model": memory_model(even=True),  # reflections of long one-day logs pass retention
             "background": "manual",
             **OM_OPTIONS,
         }
@@ -676,7 +677,8 @@ def main() -> None:
         f"{meta['total_seconds']:.0f}s.",
         "",
         "Setups: plain `create_agent` (no memory); langchain-om `ObservationalMemoryMiddleware` "
-        "(message_tokens 3 000, observation_tokens 4 000, `memory_model()` Observer/Reflector, "
+        "(message_tokens 3 000, observation_tokens 4 000, `memory_model(even=True)` "
+        "Observer/Reflector, "
         "background work run after each turn outside the timing); `SummarizationMiddleware` "
         "(trigger 3 000 tokens, keep 20 messages); LangMem `SummarizationNode` "
         '(3 000 tokens before summary, max 4 000, `output_messages_key="messages"`) in a '
