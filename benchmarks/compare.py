@@ -118,6 +118,8 @@ class Setup:
     turn_cpu: dict[int, float] = field(default_factory=dict)
     turn_wall: dict[int, float] = field(default_factory=dict)
     background: dict[int, float] = field(default_factory=dict)
+    background_sum: dict[int, float] = field(default_factory=dict)
+    """Background CPU seconds of every turn up to each point (key 0: none yet)."""
     written: dict[int, int] = field(default_factory=dict)
     file_at: dict[int, int] = field(default_factory=dict)
     """SQLite file bytes (with its WAL) before the first turn (key 0) and after each point."""
@@ -228,16 +230,26 @@ def run(setups: list[Setup], points: list[int]) -> None:
             bg = time.process_time()
             s.after_turn()
             bg = time.process_time() - bg
+            total_bg = s.background_sum.get(-1, 0.0) + bg
+            s.background_sum[-1] = total_bg  # running total, for the spans between points
             if timed:
                 s.turn_cpu[turn], s.turn_wall[turn], s.background[turn] = cpu, wall, bg
                 s.written[turn] = s.stored_bytes() - before
             if turn in points:
                 s.file_at[turn] = s.file_bytes()
+                s.background_sum[turn] = total_bg
 
 
 def at(samples: dict[int, float] | dict[int, int], point: int) -> float:
     values = [samples[t] for t in range(point - window(point) + 1, point + 1) if t in samples]
     return float(statistics.median(values))
+
+
+def background_mean(setup: Setup, point: int) -> float:
+    """Mean background CPU seconds per turn over every turn since the previous point."""
+    before = max((t for t in setup.background_sum if 0 <= t < point), default=0)
+    done = setup.background_sum.get(before, 0.0)
+    return (setup.background_sum[point] - done) / (point - before)
 
 
 def growth(setup: Setup, point: int) -> float:
@@ -290,7 +302,8 @@ def report(results: dict[str, list[Setup]], points: list[int], start: dict[str, 
     lines = [
         f"Machine: {machine()}. Median of the last {window(points[-1])} turns at each point; "
         "CPU ms of this process (wall ms in brackets); bytes written to the checkpointer per "
-        "turn; background: CPU ms per turn of the work a worker thread does after it.",
+        "turn; background: CPU ms per turn of the work a worker thread does after it, median of "
+        "the same turns (mean over every turn since the previous point in brackets).",
         "",
     ]
     rows = []
@@ -313,7 +326,9 @@ def report(results: dict[str, list[Setup]], points: list[int], start: dict[str, 
                         f"{growth(s, p) / 1024:.1f} KB"
                         if store == "SqliteSaver" and s.name != "plain"
                         else "–",
-                        f"{at(s.background, p) * 1e3:.2f}" if s.name == "om" else "–",
+                        f"{at(s.background, p) * 1e3:.2f} ({background_mean(s, p) * 1e3:.2f})"
+                        if s.name == "om"
+                        else "–",
                     ]
                 )
             om = by["om"]
