@@ -118,8 +118,10 @@ class Setup:
     turn_cpu: dict[int, float] = field(default_factory=dict)
     turn_wall: dict[int, float] = field(default_factory=dict)
     background: dict[int, float] = field(default_factory=dict)
-    background_sum: dict[int, float] = field(default_factory=dict)
-    """Background CPU seconds of every turn up to each point (key 0: none yet)."""
+    background_total: float = 0.0
+    """Background CPU seconds of every turn so far."""
+    background_at: dict[int, float] = field(default_factory=dict)
+    """``background_total`` before the first turn (key 0) and after each point."""
     written: dict[int, int] = field(default_factory=dict)
     file_at: dict[int, int] = field(default_factory=dict)
     """SQLite file bytes (with its WAL) before the first turn (key 0) and after each point."""
@@ -210,7 +212,7 @@ def run(setups: list[Setup], points: list[int]) -> None:
     """Run every setup to the last point, round-robin, timing the turns in each window."""
     last = points[-1]
     for s in setups:
-        s.file_at[0] = s.file_bytes()
+        s.file_at[0], s.background_at[0] = s.file_bytes(), 0.0
     for turn in range(1, last + 1):
         timed = any(p - window(p) < turn <= p for p in points)
         for s in setups:
@@ -230,14 +232,13 @@ def run(setups: list[Setup], points: list[int]) -> None:
             bg = time.process_time()
             s.after_turn()
             bg = time.process_time() - bg
-            total_bg = s.background_sum.get(-1, 0.0) + bg
-            s.background_sum[-1] = total_bg  # running total, for the spans between points
+            s.background_total += bg
             if timed:
                 s.turn_cpu[turn], s.turn_wall[turn], s.background[turn] = cpu, wall, bg
                 s.written[turn] = s.stored_bytes() - before
             if turn in points:
                 s.file_at[turn] = s.file_bytes()
-                s.background_sum[turn] = total_bg
+                s.background_at[turn] = s.background_total
 
 
 def at(samples: dict[int, float] | dict[int, int], point: int) -> float:
@@ -245,18 +246,21 @@ def at(samples: dict[int, float] | dict[int, int], point: int) -> float:
     return float(statistics.median(values))
 
 
-def background_mean(setup: Setup, point: int) -> float:
-    """Mean background CPU seconds per turn over every turn since the previous point."""
-    before = max((t for t in setup.background_sum if 0 <= t < point), default=0)
-    done = setup.background_sum.get(before, 0.0)
-    return (setup.background_sum[point] - done) / (point - before)
+def since_previous(series: dict[int, int] | dict[int, float], point: int) -> float:
+    """Per-turn change of a running ``series`` (keyed by turn: 0 and each point) since the
+    previous point: every turn of the span, not a window that one event can swing."""
+    before = max(t for t in series if t < point)
+    return (series[point] - series[before]) / (point - before)
 
 
 def growth(setup: Setup, point: int) -> float:
-    """SQLite file growth per turn since the previous point (the start for the first; WAL
-    included): every turn's writes, not a window that a WAL reset or a freed page can swing."""
-    before = max(t for t in setup.file_at if t < point)
-    return (setup.file_at[point] - setup.file_at[before]) / (point - before)
+    """SQLite file growth per turn since the previous point (WAL included)."""
+    return since_previous(setup.file_at, point)
+
+
+def background_mean(setup: Setup, point: int) -> float:
+    """Mean background CPU seconds per turn over every turn since the previous point."""
+    return since_previous(setup.background_at, point)
 
 
 # -- startup (fresh subprocesses) --------------------------------------------------------------

@@ -86,17 +86,12 @@ def _postgres_schema(size: int) -> Iterator[str]:
 def _memory(
     store: BaseStore | None, path: str | None, url: str | None = None
 ) -> ObservationalMemory:
+    model = memory_model(even=True)  # reflections of long one-day logs pass retention
     if url is not None:
-        return ObservationalMemory.from_postgres(
-            url, model=memory_model(even=True), background="manual", **OPTIONS
-        )
+        return ObservationalMemory.from_postgres(url, model=model, background="manual", **OPTIONS)
     if path is not None:
-        return ObservationalMemory.from_sqlite(
-            path, model=memory_model(even=True), background="manual", **OPTIONS
-        )
-    return ObservationalMemory(
-        model=memory_model(even=True), store=store, background="manual", **OPTIONS
-    )
+        return ObservationalMemory.from_sqlite(path, model=model, background="manual", **OPTIONS)
+    return ObservationalMemory(model=model, store=store, background="manual", **OPTIONS)
 
 
 class _Thread:
