@@ -15,9 +15,9 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, NotRequired, cast
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
 from langchain.agents.middleware.types import (
@@ -26,21 +26,17 @@ from langchain.agents.middleware.types import (
     PrivateStateAttr,
 )
 from langchain_core.exceptions import ContextOverflowError
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import SystemMessage
+from langchain_core.messages import AnyMessage, RemoveMessage, SystemMessage
 from langgraph.config import get_config
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from langchain_om._engine_io import EndTurnOptions
 from langchain_om._plans.graph_state import (
-    OM_ACTIVITY_KEY,
-    OM_STATE_KEY,
-    record_update,
     run_configurable,
     run_ids,
     split_messages,
-    state_record,
     state_update,
     step_number,
 )
@@ -48,23 +44,22 @@ from langchain_om._plans.types import TurnOutcome
 from langchain_om._run_store import run_store
 from langchain_om.engine import ObservationalMemory
 from langchain_om.events import OMEvent
-from langchain_om.models import model_id
 
 __all__ = ["ObservationalMemoryMiddleware", "ObservationalMemoryState"]
 
 
 @dataclass(frozen=True)
-class _ActorStep:
-    """The step to run inside a model call, before the model is called.
+class _Prepared:
+    """A model call's step: the outcome and the state update the call returns with its reply."""
 
-    Either the provider changed (buffered work activates first) or the first step was deferred
-    until the agent's model was known (fractional thresholds).
-    """
+    state: Mapping[str, Any]
+    """The graph state the step ran on (a retry of the same call passes the same object)."""
+    outcome: TurnOutcome
+    update: dict[str, Any]
 
-    args: dict[str, Any]
-    """Arguments of :meth:`ObservationalMemory.step` for the current state."""
-    actor: BaseChatModel | str
-    """The model about to be called, or its ``provider/model``."""
+
+_PREPARED_MAX = 16
+"""Model calls whose step is remembered for retries (wrappers that call the handler again)."""
 
 
 class ObservationalMemoryState(AgentState[Any]):
@@ -77,12 +72,16 @@ class ObservationalMemoryState(AgentState[Any]):
 class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, Any]):
     """Observe, reflect and inject memory around every model call of a ``create_agent`` agent.
 
-    ``before_model`` runs the engine step (observed messages go to the store's archive, then
-    leave state through per-id ``RemoveMessage``); ``wrap_model_call`` renders the memory
-    (preamble, observation log, hints) after the agent's own system prompt through
-    ``request.override``. Both have sync and async variants over one implementation. With
+    Everything happens in ``wrap_model_call`` (sync and async twins over one implementation),
+    so the agent gains no graph node and no checkpoint per model call: the engine step runs
+    first with the model about to be called (observed messages go to the store's archive), the
+    model gets the smaller window with the memory (preamble, observation log, hints) after the
+    agent's own system prompt through ``request.override``, and the state update (per-id
+    ``RemoveMessage`` for what left the window, the changed record keys) is returned with the
+    model's reply in one write. A wrapper that calls the model again for the same state
+    (retries, fallbacks) reuses that step rather than observing twice. With
     ``observation.buffer_on_idle`` an ``after_agent`` hook buffers the rest at turn end;
-    without it the agent has no ``after_agent`` node (no extra checkpoint per turn).
+    without it the agent has no ``after_agent`` node either.
 
     Args:
         memory: the engine.
@@ -108,9 +107,9 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         memory.counter.prefetch()  # the tokenizer loads while the agent is built, not in turn 1
         self._name = name
         self.tools = list(memory.tools)
-        # The agent's model, learned from the first model call (counting rules, fractions).
+        # The agent's model, learned from the model calls (for the turn-end buffering).
         self._actor: Any = None
-        self._deferred: set[str | None] = set()
+        self._prepared: dict[int, _Prepared] = {}
 
     @property
     def name(self) -> str:
@@ -144,48 +143,37 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             "store": run_store(runtime),
         }
 
-    def before_model(
-        self, state: ObservationalMemoryState, runtime: Runtime[Any]
-    ) -> dict[str, Any] | None:
-        """Run the OM step before each model call."""
-        store = run_store(runtime)
-        record = self.memory.read_state(state, store=store)
-        args = self._step_args(dict(state), runtime, record)
-        if self._defer(args):
-            return None
-        update = self._update(state, self.memory.step(**args))
-        self.memory.keep_state(update, state, store=store)
-        return update
+    def _call_args(self, request: ModelRequest, record: Any) -> dict[str, Any]:
+        """The step before this model call (its model is the step's actor)."""
+        self._actor = request.model
+        return self._step_args(dict(request.state), request.runtime, record)
 
-    def _defer(self, args: dict[str, Any]) -> bool:
-        """Fractional thresholds need the agent's model: before its first call, step later."""
-        if args["actor_model"] is not None or not self.memory.needs_actor_model:
-            return False
-        self._deferred.add(args["thread_id"])
-        return True
-
-    async def abefore_model(
-        self, state: ObservationalMemoryState, runtime: Runtime[Any]
-    ) -> dict[str, Any] | None:
-        """Async twin of :meth:`before_model`."""
-        store = run_store(runtime)
-        record = await self.memory.aread_state(state, store=store)
-        args = self._step_args(dict(state), runtime, record)
-        if self._defer(args):
-            return None
-        update = self._update(state, await self.memory.astep(**args))
-        await self.memory.akeep_state(update, state, store=store)
-        return update
-
-    def _update(self, state: Mapping[str, Any], outcome: TurnOutcome) -> dict[str, Any]:
-        """The state update for ``outcome`` (removals, changed record keys; order).
-
-        New messages' timestamps are not written back: they are set on the message objects
-        in state, and the model node that always follows (``before_model``, or this model
-        call) writes ``messages`` with its reply, which stores them.
-        """
+    def _done(self, request: ModelRequest, outcome: TurnOutcome) -> _Prepared:
+        """The call's step as run on ``request.state``, remembered for a retry of the call."""
         inline = self.memory.config.read_only
-        return state_update(outcome, state["messages"], state=state, restamps=False, inline=inline)
+        state = request.state
+        update = state_update(
+            outcome, state["messages"], state=state, restamps=False, inline=inline
+        )
+        prepared = _Prepared(state, outcome, update)
+        if len(self._prepared) >= _PREPARED_MAX:
+            self._prepared.pop(next(iter(self._prepared)))
+        self._prepared[id(state)] = prepared
+        return prepared
+
+    def _reused(self, request: ModelRequest) -> _Prepared | None:
+        """The step an earlier attempt of this very call ran (same state object), if any."""
+        prepared = self._prepared.get(id(request.state))
+        return prepared if prepared is not None and prepared.state is request.state else None
+
+    def _sent(self, request: ModelRequest, prepared: _Prepared) -> ModelRequest:
+        """``request`` with the step's window and the memory context."""
+        outcome = prepared.outcome
+        if outcome.removed or outcome.inserted:
+            gone = set(outcome.removed_ids)
+            kept = [m for m in request.messages if m.id is None or m.id not in gone]
+            request = request.override(messages=_with_inserted(kept, outcome))
+        return self._with_memory(request, outcome.record)
 
     def _with_memory(self, request: ModelRequest, record: Any) -> ModelRequest:
         context = self.memory.render(record)
@@ -200,142 +188,69 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         blocks.extend({"type": "text", "text": b} for b in context.blocks)
         return request.override(system_message=SystemMessage(content=blocks))
 
-    def _actor_change(
-        self, request: ModelRequest, record: Any
-    ) -> tuple[ModelRequest, dict[str, Any] | _ActorStep | None]:
-        """Note the actor model; on a provider change, activate buffered work first.
-
-        Returns the request to send and a state update (``None`` when nothing changed), or the
-        step to run first when the provider changed.
-        """
-        actor = model_id(request.model)
-        self._actor = request.model
-        state = dict(request.state)
-        if self._deferred:
-            args = self._step_args(state, request.runtime, record)
-            del args["actor_model"]  # passed as the step's actor
-            if args["thread_id"] in self._deferred:
-                self._deferred.discard(args["thread_id"])
-                return request, _ActorStep(args, request.model)
-        if not isinstance(record, dict) or record.get("last_actor_model") == actor:
-            return request, None
-        cfg = self.memory.config
-        changed = record.get("last_actor_model") is not None
-        if changed and (
-            cfg.observation_activate_on_provider_change
-            or cfg.reflection_activate_on_provider_change
-        ):
-            args = self._step_args(state, request.runtime, record)
-            args["emit"] = None
-            del args["actor_model"]  # passed as the step's actor
-            return request, _ActorStep(args, actor)
-        updated = {**record, "last_actor_model": actor}
-        return request, record_update(updated, state, inline=cfg.read_only)
-
-    def _respond(
-        self,
-        request: ModelRequest,
-        update: dict[str, Any] | _ActorStep | None,
-        outcome: TurnOutcome | None,
-        record: Any,
-    ) -> tuple[ModelRequest, Command[Any] | None]:
-        if outcome is not None:
-            new_update = self._update(request.state, outcome)
-            window = [m for m in request.messages if m.id not in set(outcome.removed_ids)]
-            new_request = request.override(messages=window)
-            record = dict(outcome.record)
-            return self._with_memory(new_request, record), Command(update=new_update)
-        if update is None:
-            return self._with_memory(request, record), None
-        assert not isinstance(update, _ActorStep)
-        return self._with_memory(request, record), Command(update=update)
-
-    def _overflow_args(
-        self,
-        request: ModelRequest,
-        command: Command[Any] | None,
-        outcome: TurnOutcome | None,
-        record: Any,
-    ) -> dict[str, Any]:
+    def _overflow_args(self, request: ModelRequest, prepared: _Prepared) -> dict[str, Any]:
         """The step that frees context after the model call overflowed (state as sent)."""
-        state = dict(request.state)
-        if command is not None and isinstance(command.update, dict):
-            for key in (OM_STATE_KEY, OM_ACTIVITY_KEY):
-                state[key] = command.update.get(key, state.get(key))
-            if OM_STATE_KEY in command.update:
-                record = state_record(state)  # just written: its groups are cached
-        args = self._step_args(state, request.runtime, record)
-        if outcome is not None:
-            args["window"] = outcome.window
-        args["actor_model"] = request.model
+        outcome = prepared.outcome
+        args = self._call_args(request, dict(outcome.record))
+        args["window"] = outcome.window
         args["context_overflow"] = True
         return args
 
     def _recovered(
-        self,
-        request: ModelRequest,
-        outcome: TurnOutcome | None,
-        recovery: TurnOutcome,
-        record: Any,
-    ) -> tuple[ModelRequest, Command[Any] | None]:
-        """The request to retry and the state update covering both steps of this call."""
-        if outcome is not None:
-            recovery = replace(
-                recovery,
-                removed=[*outcome.removed, *recovery.removed],
-                stamped=[*outcome.stamped, *recovery.stamped],
-                inserted=[*outcome.inserted, *recovery.inserted],
-            )
-        return self._respond(request, None, recovery, record)
-
-    @staticmethod
-    def _kept(request: ModelRequest, command: Command[Any] | None) -> dict[str, Any] | None:
-        """The arguments of ``keep_state`` for ``command``'s update (``None``: nothing)."""
-        if command is None or not isinstance(command.update, dict):
-            return None
-        return {
-            "update": command.update,
-            "state": request.state,
-            "store": run_store(request.runtime),
-        }
+        self, request: ModelRequest, prepared: _Prepared, recovery: TurnOutcome
+    ) -> _Prepared:
+        """The call's step covering both the first step and the overflow's."""
+        first = prepared.outcome
+        both = replace(
+            recovery,
+            removed=[*first.removed, *recovery.removed],
+            stamped=[*first.stamped, *recovery.stamped],
+            inserted=[*first.inserted, *recovery.inserted],
+        )
+        return self._done(request, both)
 
     @staticmethod
     def _response(
-        response: ModelResponse, command: Command[Any] | None
+        response: ModelResponse, prepared: _Prepared
     ) -> ModelResponse | ExtendedModelResponse[Any]:
-        if command is None:
+        """The reply, with the step's state update when it has one.
+
+        An update that rewrites ``messages`` (a time-gap reminder went in) is applied after the
+        model node appends its reply, so the reply is part of the rewrite.
+        """
+        update = prepared.update
+        if not update:
             return response
-        return ExtendedModelResponse(model_response=response, command=command)
+        messages = update.get("messages")
+        if messages and _rewrites(messages):
+            update = {**update, "messages": [*messages, *response.result]}
+        return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse | ExtendedModelResponse[Any]:
-        """Give the model the memory context (activating first on a provider change).
+        """Run the OM step, then call the model with the memory context and the window.
 
         When the call raises ``ContextOverflowError``, memory observes synchronously (see
         ``context_overflow`` of :meth:`ObservationalMemory.step`, reported as
         ``data-om-context-overflow``) and the call is retried once with the smaller window; the
         error propagates when nothing could be freed or the retry overflows too.
         """
-        record = self.memory.read_state(request.state, store=run_store(request.runtime))
-        request, update = self._actor_change(request, record)
-        outcome = None
-        if isinstance(update, _ActorStep):
-            outcome = self.memory.step(**update.args, actor_model=update.actor)
-        sent, command = self._respond(request, update, outcome, record)
-        if (kept := self._kept(request, command)) is not None:
-            self.memory.keep_state(**kept)
+        store = run_store(request.runtime)
+        prepared = self._reused(request)
+        if prepared is None:
+            record = self.memory.read_state(request.state, store=store)
+            prepared = self._done(request, self.memory.step(**self._call_args(request, record)))
+            self.memory.keep_state(prepared.update, request.state, store=store)
         try:
-            return self._response(handler(sent), command)
+            return self._response(handler(self._sent(request, prepared)), prepared)
         except ContextOverflowError:
-            overflow = self._overflow_args(request, command, outcome, record)
-            recovery = self.memory.step(**overflow)
+            recovery = self.memory.step(**self._overflow_args(request, prepared))
             if not recovery.removed:
                 raise  # nothing could be freed: retrying would overflow again
-        sent, command = self._recovered(request, outcome, recovery, record)
-        if (kept := self._kept(request, command)) is not None:
-            self.memory.keep_state(**kept)
-        return self._response(handler(sent), command)
+        prepared = self._recovered(request, prepared, recovery)
+        self.memory.keep_state(prepared.update, request.state, store=store)
+        return self._response(handler(self._sent(request, prepared)), prepared)
 
     async def awrap_model_call(
         self,
@@ -343,25 +258,45 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse | ExtendedModelResponse[Any]:
         """Async twin of :meth:`wrap_model_call`."""
-        record = await self.memory.aread_state(request.state, store=run_store(request.runtime))
-        request, update = self._actor_change(request, record)
-        outcome = None
-        if isinstance(update, _ActorStep):
-            outcome = await self.memory.astep(**update.args, actor_model=update.actor)
-        sent, command = self._respond(request, update, outcome, record)
-        if (kept := self._kept(request, command)) is not None:
-            await self.memory.akeep_state(**kept)
+        store = run_store(request.runtime)
+        prepared = self._reused(request)
+        if prepared is None:
+            record = await self.memory.aread_state(request.state, store=store)
+            outcome = await self.memory.astep(**self._call_args(request, record))
+            prepared = self._done(request, outcome)
+            await self.memory.akeep_state(prepared.update, request.state, store=store)
         try:
-            return self._response(await handler(sent), command)
+            return self._response(await handler(self._sent(request, prepared)), prepared)
         except ContextOverflowError:
-            overflow = self._overflow_args(request, command, outcome, record)
-            recovery = await self.memory.astep(**overflow)
+            recovery = await self.memory.astep(**self._overflow_args(request, prepared))
             if not recovery.removed:
                 raise  # nothing could be freed: retrying would overflow again
-        sent, command = self._recovered(request, outcome, recovery, record)
-        if (kept := self._kept(request, command)) is not None:
-            await self.memory.akeep_state(**kept)
-        return self._response(await handler(sent), command)
+        prepared = self._recovered(request, prepared, recovery)
+        await self.memory.akeep_state(prepared.update, request.state, store=store)
+        return self._response(await handler(self._sent(request, prepared)), prepared)
+
+
+def _rewrites(messages: Sequence[Any]) -> bool:
+    """Whether a ``messages`` update replaces the whole list (it starts by removing all)."""
+    first = messages[0]
+    return isinstance(first, RemoveMessage) and first.id == REMOVE_ALL_MESSAGES
+
+
+def _with_inserted(messages: list[AnyMessage], outcome: TurnOutcome) -> list[AnyMessage]:
+    """``messages`` with the step's inserted messages (time-gap reminders) where it put them."""
+    if not outcome.inserted:
+        return messages
+    inserted = {id(m) for m in outcome.inserted}
+    window = outcome.window
+    before: dict[str | None, list[AnyMessage]] = {}
+    for i, message in enumerate(window[:-1]):
+        if id(message) in inserted:
+            before.setdefault(window[i + 1].id, []).append(cast("AnyMessage", message))
+    out: list[AnyMessage] = []
+    for message in messages:
+        out.extend(before.pop(message.id, []))
+        out.append(message)
+    return out
 
 
 class _IdleBufferingMiddleware(ObservationalMemoryMiddleware):

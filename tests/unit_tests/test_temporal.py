@@ -92,4 +92,9 @@ def test_agent_state_keeps_the_reminder_in_order() -> None:
     out = agent.invoke({"messages": [HumanMessage("back", id="u2")]}, cfg)
     kinds = [(m.type, m.id) for m in out["messages"]]
     assert kinds[2:4] == [("human", "__temporal_gap_u2"), ("human", "u2")]
-    assert "2 days later" in actor.last_call.text
+    # the rewrite that puts the reminder in place keeps the reply of the same model call
+    assert [m.text for m in out["messages"]][-1] == "answer 1" and len(kinds) == 5
+    sent = [m.text for m in actor.last_call.messages]
+    assert "2 days later" in sent[-2] and sent[-1] == "back"
+    stored = agent.get_state(cfg).values["messages"]
+    assert [(m.type, m.id) for m in stored] == kinds
