@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, NotRequired, cast
@@ -110,6 +111,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         # The agent's model, learned from the model calls (for the turn-end buffering).
         self._actor: Any = None
         self._prepared: dict[int, _Prepared] = {}
+        self._prepared_lock = threading.Lock()  # runs of several threads share the middleware
 
     @property
     def name(self) -> str:
@@ -156,14 +158,16 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             outcome, state["messages"], state=state, restamps=False, inline=inline
         )
         prepared = _Prepared(state, outcome, update)
-        if len(self._prepared) >= _PREPARED_MAX:
-            self._prepared.pop(next(iter(self._prepared)))
-        self._prepared[id(state)] = prepared
+        with self._prepared_lock:
+            if len(self._prepared) >= _PREPARED_MAX:
+                self._prepared.pop(next(iter(self._prepared)))
+            self._prepared[id(state)] = prepared
         return prepared
 
     def _reused(self, request: ModelRequest) -> _Prepared | None:
         """The step an earlier attempt of this very call ran (same state object), if any."""
-        prepared = self._prepared.get(id(request.state))
+        with self._prepared_lock:
+            prepared = self._prepared.get(id(request.state))
         return prepared if prepared is not None and prepared.state is request.state else None
 
     def _sent(self, request: ModelRequest, prepared: _Prepared) -> ModelRequest:
