@@ -100,3 +100,30 @@ async def test_the_async_call_runs_the_same_step() -> None:
     assert _texts(archived(async_memory, "t")) == _texts(archived(sync_memory, "t"))
     assert archived(sync_memory, "t")
     assert [m.text for m in out["messages"]] == [m.text for m in sync_window]
+
+
+def test_a_failed_model_call_loses_no_message() -> None:
+    """The step observed before the call failed: the next turn still holds every message once."""
+    failing = {3, 4}  # the model calls of two turns whose step observes
+
+    def sometimes(messages: list[BaseMessage], info: RecordedCall) -> str:
+        if info.index in failing:
+            raise TimeoutError("provider timed out")
+        return f"answer {info.index}"
+
+    memory = ObservationalMemory(model=memory_model(), **OPTIONS)
+    agent = _agent(memory, FunctionChatModel(function=sometimes))
+    cfg: RunnableConfig = {"configurable": {"thread_id": "t"}}
+    sent: list[str] = []
+    for i in range(8):
+        message = HumanMessage(_text(i), id=f"u{i}")
+        try:
+            out = agent.invoke({"messages": [message]}, cfg)
+        except TimeoutError:
+            sent.append(_text(i))  # the user's message is in the checkpoint, the reply is not
+            continue
+        sent += [_text(i), out["messages"][-1].text]
+    window = _texts(list(out["messages"]))
+    record = memory.read_state(agent.get_state(cfg).values)
+    archive = _texts(memory.archived_messages("t", record=record))
+    assert archive and archive + window == sent
