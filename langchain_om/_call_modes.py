@@ -9,26 +9,26 @@ attempt of a ``ModelCall`` (each attempt's model decides for itself, see
 - in structured mode, the system message ends with the schema note, the model is called
   through ``with_structured_output(..., include_raw=True)`` with the role's sampling settings
   bound, and the answer is rendered to the tagged text
-  (:func:`~langchain_om._core.structured.structured_to_text`), returned as an ``AIMessage``
-  carrying the raw reply's usage and metadata. The cycles then parse and check it as any text
-  reply. A reply that fails the schema keeps its valid observations
-  (:func:`~langchain_om._core.structured.lenient_structured`; the drop is logged with a count);
-  one that holds no JSON object comes back as its raw text, which the text checks reject.
+  (:func:`~langchain_om._core.structured.structured_to_text`) by the attempt's ``finish``,
+  returned as an ``AIMessage`` carrying the raw reply's usage and metadata. The model is called
+  without LangChain's parser so the reply streams (and is cut when it loops, see
+  :mod:`langchain_om._core.loop_cut`); the cycles then parse and check it as any text reply.
+  A reply that fails the schema keeps its valid observations
+  (:func:`~langchain_om._core.structured.lenient_structured`; the drop is logged with a
+  count); one that holds no JSON object comes back as its raw text, which the text checks reject.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
-from langchain_core.messages.ai import UsageMetadata
 from langchain_core.runnables import (
     Runnable,
     RunnableBinding,
-    RunnableConfig,
     RunnableLambda,
     RunnableParallel,
     RunnableSequence,
@@ -63,6 +63,7 @@ __all__ = [
     "call_modes",
     "rebind_structured",
     "served_locally",
+    "small_model",
 ]
 
 logger = logging.getLogger("langchain_om")
@@ -89,6 +90,21 @@ def _model_name(model: BaseChatModel) -> str:
         if isinstance(value, str) and value:
             return value
     return ""
+
+
+def small_model(model: BaseChatModel) -> bool:
+    """Whether ``model`` is small (the rule of ``prompt="auto"``).
+
+    Its name states at most 4B parameters, or it is served locally with no size in its name.
+    """
+    return (
+        choose_prompt(
+            "auto",
+            local_server=served_locally(model),
+            billions=parameter_billions(_model_name(model)),
+        )
+        == "compact"
+    )
 
 
 def call_modes(
@@ -233,7 +249,26 @@ def _rendered(out: Any, role: Role, model_id: str) -> AIMessage:
     )
 
 
-def _structured(attempt: ModelAttempt, role: Role, local: bool) -> Runnable[Any, AIMessage]:
+def _raw_step(chain: Runnable[Any, Any]) -> Runnable[Any, Any] | None:
+    """The model call of a ``with_structured_output`` chain (its first step), else ``None``."""
+    if not isinstance(chain, RunnableSequence):
+        return None
+    first = chain.first
+    if isinstance(first, RunnableBinding):
+        return first
+    if isinstance(first, RunnableParallel) and list(first.steps__) == ["raw"]:
+        return first.steps__["raw"]
+    return None
+
+
+def _structured(
+    attempt: ModelAttempt, role: Role, local: bool
+) -> tuple[Runnable[Any, Any], Callable[[AIMessage], AIMessage]]:
+    """The structured call of ``attempt``: the model bound with the schema, and the renderer.
+
+    The model is called without the chain's parser, so the reply can be streamed (and cut when
+    it loops); the renderer reads the raw reply leniently (:func:`_rendered`).
+    """
     kwargs: dict[str, Any] = {"include_raw": True}
     if local:
         kwargs["method"] = "json_schema"  # llama.cpp turns the schema into a decoding grammar
@@ -245,7 +280,8 @@ def _structured(attempt: ModelAttempt, role: Role, local: bool) -> Runnable[Any,
             f"{'observation' if role == 'observer' else 'reflection'}.output='text'."
         ) from exc
     bound = rebind_structured(chain, settings=_settings(attempt))
-    if bound is None:
+    raw = _raw_step(bound) if bound is not None else None
+    if raw is None:
         raise OMConfigError(
             f"{role} model {attempt.model_id}: its structured-output chain does not take the "
             f"role's model settings ({', '.join(sorted(_settings(attempt)))}); set "
@@ -253,42 +289,10 @@ def _structured(attempt: ModelAttempt, role: Role, local: bool) -> Runnable[Any,
         )
     model_id = attempt.model_id
 
-    def call(messages: Any, config: RunnableConfig) -> AIMessage:
-        try:
-            out = bound.invoke(messages, config)
-        except Exception as exc:
-            out = _cut_off(exc)
-        return _rendered(out, role, model_id)
+    def finish(reply: AIMessage) -> AIMessage:
+        return _rendered({"raw": reply, "parsed": None}, role, model_id)
 
-    async def acall(messages: Any, config: RunnableConfig) -> AIMessage:
-        try:
-            out = await bound.ainvoke(messages, config)
-        except Exception as exc:
-            out = _cut_off(exc)
-        return _rendered(out, role, model_id)
-
-    return RunnableLambda(call, afunc=acall, name="langchain_om_structured")
-
-
-def _cut_off(exc: Exception) -> dict[str, Any]:
-    """The partial reply of a structured call stopped by the output limit; else re-raise.
-
-    OpenAI-compatible clients raise on ``finish_reason="length"`` with a ``response_format``
-    (openai's ``LengthFinishReasonError``, carrying the ``completion``); the text so far still
-    holds the observations completed before the limit.
-    """
-    completion = getattr(exc, "completion", None)
-    choices = getattr(completion, "choices", None)
-    if not choices:
-        raise exc
-    content = getattr(getattr(choices[0], "message", None), "content", None) or ""
-    usage = getattr(completion, "usage", None)
-    meta: UsageMetadata | None = None
-    if usage is not None:
-        inp, outp = int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)
-        meta = {"input_tokens": inp, "output_tokens": outp, "total_tokens": inp + outp}
-    raw = AIMessage(content, usage_metadata=meta, response_metadata={"finish_reason": "length"})
-    return {"raw": raw, "parsed": None, "parsing_error": exc}
+    return raw, finish
 
 
 def adapt_attempt(
@@ -300,7 +304,6 @@ def adapt_attempt(
         return attempt
     rewrite = _prompt_rewriter(config, role, output, variant)
     if output == "text":
-        runnable: Runnable[Any, Any] = rewrite | attempt.runnable
-    else:
-        runnable = rewrite | _structured(attempt, role, served_locally(attempt.model))
-    return attempt._replace(bound=runnable)
+        return attempt._replace(bound=rewrite | attempt.runnable)
+    raw, finish = _structured(attempt, role, served_locally(attempt.model))
+    return attempt._replace(bound=rewrite | raw, finish=finish)

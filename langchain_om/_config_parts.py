@@ -20,6 +20,7 @@ from langchain_om._config_rules import (
     Fraction,
     InvalidOption,
     attachments_rule,
+    auto_tokens_rule,
     brief,
     canonical_keys,
     check_rule,
@@ -244,6 +245,16 @@ class ObservationConfig(OptionGroup):
     """Observer sampling settings (temperature 0.3 unless given)."""
     provider_options: dict[str, Any] | None = None
     """Provider-specific options passed through to the Observer model."""
+    output_budget: Annotated[int | Literal["auto", False], auto_tokens_rule(2000, 64)] = "auto"
+    """Output-token budget of each Observer call: 'auto' derives it from the batch (0.3 of
+    its tokens, at least 1,024, plus room for the hint sections), a number fixes it, False
+    leaves only model_settings.max_output_tokens. The reply is streamed and stopped at the
+    budget, or as soon as it starts to loop."""
+    part_tokens: Annotated[int | Literal["auto", False], auto_tokens_rule(1500, 200)] = "auto"
+    """Largest batch one Observer call reads; a larger batch is observed in parts of about
+    this size, merged in order. 'auto' uses parts of 1,500 tokens for small models (names
+    stating at most 4B parameters, or a local server) and no parts otherwise; False never
+    splits."""
     buffer_tokens: Annotated[
         int | float | Literal[False],
         numeric_rule(
@@ -294,9 +305,11 @@ class ObservationConfig(OptionGroup):
     """Token budget of previous observations shown to the Observer; 0 = none, False = all."""
     failure_policy: Annotated[
         Literal["raise", "continue"], BeforeValidator(failure_policy_rule)
-    ] = "raise"
-    """What a failed synchronous observation does: 'raise' fails the turn, 'continue' goes on
-    without observing (Mastra's 'throw', 'warn' and 'bypass' are accepted)."""
+    ] = "continue"
+    """What a failed synchronous observation does: 'continue' (the default) goes on without
+    observing (the messages stay in the window; an event and a WARNING say why), 'raise'
+    fails the turn with CycleFailedError (Mastra's 'throw', 'warn' and 'bypass' are
+    accepted)."""
     tool_result_max_tokens: Annotated[int, positive_tokens(10_000)] = 10_000
     """Tool results longer than this are truncated before the Observer sees them."""
 
@@ -375,6 +388,11 @@ class ReflectionConfig(OptionGroup):
     """Reflector sampling settings (temperature 0 unless given)."""
     provider_options: dict[str, Any] | None = None
     """Provider-specific options passed through to the Reflector model."""
+    output_budget: Annotated[int | Literal["auto", False], auto_tokens_rule(8000, 64)] = "auto"
+    """Output-token budget of each Reflector call: 'auto' derives it from the size the
+    reflection is asked to reach (1.25 times it, at least 1,024, at most the log), a number
+    fixes it, False leaves only model_settings.max_output_tokens. The reply is streamed and
+    stopped at the budget, or as soon as it starts to loop."""
     buffer_activation: Annotated[
         float,
         numeric_rule(

@@ -249,6 +249,25 @@ def failure_policy_rule(value: Any) -> str:
     return policy
 
 
+def auto_tokens_rule(example: int, least: int = 1) -> BeforeValidator:
+    """Validator of ``"auto"``, ``False`` or a whole number of tokens (at least ``least``)."""
+
+    def validate(value: Any) -> Any:
+        if value is False or value == "auto":
+            return value
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if number and math.isfinite(value) and float(value).is_integer() and value >= least:
+            return int(value)
+        raise InvalidOption(
+            f"must be 'auto', False or a whole number of tokens of at least {least}, "
+            f"got {brief(value)}",
+            f"Use 'auto' (derived from each call's input), a token count such as {example}, "
+            "or False.",
+        )
+
+    return BeforeValidator(validate)
+
+
 def extractors_rule(value: Any) -> tuple[Any, ...]:
     if value is None or isinstance(value, list | tuple):
         return tuple(value or ())

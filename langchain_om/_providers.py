@@ -21,6 +21,7 @@ from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
+from langchain_om._core.output_budget import REASONING_TOKENS
 from langchain_om.errors import MissingProviderError, ModelResolutionError
 
 __all__ = [
@@ -514,6 +515,7 @@ def settings_kwargs(
     provider_options: Mapping[str, Any] | None,
     is_default_model: bool,
     top_p: float | None = None,
+    output_budget: int | None = None,
 ) -> dict[str, Any]:
     provider = _provider(model)
     profile: Mapping[str, Any] = getattr(model, "profile", None) or {}
@@ -531,6 +533,10 @@ def settings_kwargs(
     limit = max_output_tokens
     if limit is None and is_default_model:
         limit = DEFAULT_MAX_OUTPUT_TOKENS
+    if output_budget is not None:
+        # Providers count a reasoning model's hidden reasoning in its output limit.
+        allowed = output_budget + (REASONING_TOKENS if profile.get("reasoning_output") else 0)
+        limit = allowed if limit is None else min(limit, allowed)
     if limit is not None and explicit.isdisjoint(_TOKEN_FIELDS):
         cap = profile.get("max_output_tokens")
         if isinstance(cap, int) and cap > 0:
@@ -551,6 +557,7 @@ def apply_settings(
     provider_options: Mapping[str, Any] | None = None,
     is_default_model: bool = False,
     top_p: float | None = None,
+    output_budget: int | None = None,
 ) -> Runnable[LanguageModelInput, BaseMessage]:
     """Bind sampling settings to a model in its provider's own keyword names.
 
@@ -573,6 +580,9 @@ def apply_settings(
         is_default_model: The role runs on the default model; when ``max_output_tokens`` is
             ``None`` it becomes :data:`DEFAULT_MAX_OUTPUT_TOKENS`.
         top_p: Nucleus sampling probability, or ``None``.
+        output_budget: The call's output budget (:mod:`langchain_om._core.output_budget`):
+            the output limit becomes the smaller of it (plus room for hidden reasoning on a
+            reasoning model) and ``max_output_tokens``.
 
     Returns:
         ``model`` itself when nothing is bound, else ``model.bind(...)``.
@@ -591,5 +601,6 @@ def apply_settings(
         provider_options=provider_options,
         is_default_model=is_default_model,
         top_p=top_p,
+        output_budget=output_budget,
     )
     return model.bind(**kwargs) if kwargs else model

@@ -3,7 +3,8 @@
 :class:`RoleModels` turns a ``ModelCall`` effect into the role's attempt list (model spec,
 sampling settings, provider options of ``observation``/``reflection``, and each attempt's
 output mode and prompt variant, see :mod:`langchain_om._call_modes`) and calls it with the
-engine's retry policy, blocking or async.
+engine's retry policy, blocking or async. Every call is streamed and stopped as soon as the
+reply loops or reaches the call's output budget (:mod:`langchain_om._core.loop_cut`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.constants import TAG_NOSTREAM
 
-from langchain_om._call_modes import adapt_attempt
+from langchain_om._call_modes import adapt_attempt, small_model
+from langchain_om._core.loop_cut import StreamCut
 from langchain_om._core.schemas import StructuredRequest, schema_title
 from langchain_om._plans.effects import ModelCall
 from langchain_om.config import ObservationalMemoryConfig
@@ -28,6 +30,9 @@ from langchain_om.retry import (
     ainvoke_model,
     invoke_model,
 )
+
+SMALL_MODEL_PART_TOKENS = 1_500
+"""Batch tokens one Observer call of a small model reads with ``part_tokens="auto"``."""
 
 
 class RoleModels:
@@ -70,11 +75,15 @@ class RoleModels:
             max_output_tokens=role.model_settings.max_output_tokens,
             provider_options=role.provider_options,
             top_p=role.model_settings.top_p,
+            output_budget=effect.output_budget,
         )
         return [adapt_attempt(a, effect.role, cfg) for a in planned]
 
     def _kwargs(self, effect: ModelCall) -> dict[str, Any]:
-        return {"policy": self.policy, "config": role_call_config(effect)}
+        def watch() -> StreamCut:
+            return StreamCut(budget=effect.output_budget, source=effect.source)
+
+        return {"policy": self.policy, "config": role_call_config(effect), "watch": watch}
 
     def call(self, effect: ModelCall) -> ModelCallResult:
         """Call the role's models for ``effect`` (blocking), retrying transient errors."""
@@ -132,6 +141,31 @@ class RoleModels:
             kwargs["sleep"] = _async_sleep_of(self.sleep)
         result = await ainvoke_model(attempts, list(request.messages), **kwargs)
         return _parsed(result, request)
+
+    def part_tokens(self, input_tokens: int) -> int | None:
+        """The part size of an Observer call over ``input_tokens`` (``None``: one call).
+
+        ``observation.part_tokens``: a number is used as it is; ``"auto"`` gives
+        :data:`SMALL_MODEL_PART_TOKENS` to a small model (the rule of ``prompt="auto"``: a
+        name stating at most 4B parameters, or a local server) and no parts to others.
+        """
+        setting = self.config.observation.part_tokens
+        if setting is False:
+            return None
+        if setting != "auto":
+            return int(setting)
+        try:
+            probe = ModelCall(
+                role="observer",
+                messages=[],
+                input_tokens=input_tokens,
+                thread_id="",
+                resource_id=None,
+            )
+            attempts = self.attempts(probe)
+        except Exception:
+            return None
+        return SMALL_MODEL_PART_TOKENS if attempts and small_model(attempts[0].model) else None
 
     def model_id(self, role: str, input_tokens: int) -> str | None:
         """``provider/model`` a role would use for an input of ``input_tokens`` (else ``None``)."""

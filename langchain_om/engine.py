@@ -160,6 +160,7 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
             structured=self._models.structured,
             astructured=self._models.astructured,
             memory=self,
+            observer_part_tokens=self._models.part_tokens,
         )
         check_extractors(self.config.reflection.extract, option="reflection.extract")
         self._actors = ActorEnvs(base_env, actor_model)

@@ -127,6 +127,15 @@ class _CycleEndEvent(_CycleEvent):
     extraction_failures: list[dict[str, str]] = Field(default_factory=list)
     retention: float | None = None
     """Reflections: the share of the log's key facts the new log kept (0-1)."""
+    outcome: Literal["accepted", "salvaged"] = "accepted"
+    """``salvaged``: the reply was cut short (it looped or ran out of budget) and its grounded
+    lines before the cut were kept, covering ``covered_messages`` of the batch."""
+    covered_messages: int | None = None
+    """Observations: how many messages of the batch the observations cover."""
+    model_calls: int = 0
+    """Model calls the cycle made (retries and compression levels included)."""
+    output_tokens: int = 0
+    """Output tokens those calls generated (the provider's count, else estimated)."""
 
 
 class _CycleFailedEvent(_CycleEvent):
@@ -139,12 +148,17 @@ class _CycleFailedEvent(_CycleEvent):
     observations: str = ""
     reason: str | None = None
     """Reason code: observations ``empty``, ``unparseable``, ``echo``, ``oversized``,
-    ``degenerate``, ``model-error``; reflections a retention reason (``not-smaller``,
+    ``degenerate``, ``ungrounded``, ``uninformative``, ``model-error``; reflections a
+    retention reason (``not-smaller``,
     ``too-small``, ``lost-dates``, ``lost-priorities``, ``lost-facts``, ``empty``,
     ``degenerate``) or ``model-error``; ``backoff`` when failure_policy applied while backing
     off after earlier failures."""
     retention: float | None = None
     """Reflections: the best retention figure among the rejected attempts (0-1)."""
+    model_calls: int = 0
+    """Model calls the cycle made so far."""
+    output_tokens: int = 0
+    """Output tokens those calls generated (the provider's count, else estimated)."""
 
 
 class ObservationStartEvent(_CycleStartEvent):

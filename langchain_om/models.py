@@ -241,6 +241,7 @@ def plan_attempts(
     max_output_tokens: int | None = None,
     provider_options: Mapping[str, Any] | None = None,
     top_p: float | None = None,
+    output_budget: int | None = None,
 ) -> list[ModelAttempt]:
     """Expand a model spec into the ordered models to try for one call.
 
@@ -257,6 +258,7 @@ def plan_attempts(
         max_output_tokens: See :func:`apply_settings`.
         provider_options: See :func:`apply_settings`.
         top_p: See :func:`apply_settings`.
+        output_budget: See :func:`apply_settings`.
 
     Returns:
         At least one attempt.
@@ -283,6 +285,7 @@ def plan_attempts(
             provider_options=provider_options,
             is_default_model=is_default,
             top_p=top_p,
+            output_budget=output_budget,
         )
         bound: Runnable[LanguageModelInput, BaseMessage] | None = None
         if user_binding is not None:

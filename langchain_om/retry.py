@@ -33,6 +33,8 @@ from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
+from langchain_om._core.loop_cut import StreamCut
+from langchain_om._core.stream_reader import StreamReader
 from langchain_om._plans.effects import run_async, run_sync
 from langchain_om.errors import ModelResolutionError, OMConfigError
 
@@ -224,6 +226,8 @@ class ModelAttempt(NamedTuple):
     max_retries: int | None
     model_id: str
     bound: Runnable[LanguageModelInput, BaseMessage] | None = None
+    finish: Callable[[AIMessage], AIMessage] | None = None
+    """Turns the model's raw reply into the answer (a structured reply rendered as text)."""
 
     @property
     def runnable(self) -> Runnable[LanguageModelInput, BaseMessage]:
@@ -251,22 +255,62 @@ _Plan: TypeAlias = Generator[_Step, Any, ModelCallResult]
 
 @dataclass(frozen=True)
 class _Caller:
-    """Carries out the retry plan's steps for one prompt (for the shared drivers)."""
+    """Carries out the retry plan's steps for one prompt (for the shared drivers).
+
+    With ``watch``, each call is streamed through a fresh :class:`StreamCut`, which stops
+    the generation as soon as the reply loops or reaches its budget
+    (:class:`~langchain_om._core.stream_reader.StreamReader`); without it, a plain invoke.
+    """
 
     messages: LanguageModelInput
     config: RunnableConfig | None
     sleep: Callable[[float], Any]
     """Blocking for :meth:`execute`, a coroutine function for :meth:`aexecute`."""
+    watch: Callable[[], StreamCut] | None = None
 
     def execute(self, step: _Step) -> Any:
         if isinstance(step, _Sleep):
             return self.sleep(step.seconds)
-        return step.attempt.runnable.invoke(self.messages, self.config)
+        runnable = step.attempt.runnable
+        if self.watch is None:
+            return _finished(step.attempt, runnable.invoke(self.messages, self.config))
+        reader = StreamReader(self.watch())
+        stream = runnable.stream(self.messages, self.config)
+        try:
+            for chunk in stream:
+                if reader.add(chunk):
+                    break
+        except Exception as exc:
+            reader.ended_by(exc)
+        finally:
+            getattr(stream, "close", lambda: None)()
+        return _finished(step.attempt, reader.message())
 
     async def aexecute(self, step: _Step) -> Any:
         if isinstance(step, _Sleep):
             return await self.sleep(step.seconds)
-        return await step.attempt.runnable.ainvoke(self.messages, self.config)
+        runnable = step.attempt.runnable
+        if self.watch is None:
+            return _finished(step.attempt, await runnable.ainvoke(self.messages, self.config))
+        reader = StreamReader(self.watch())
+        stream = runnable.astream(self.messages, self.config)
+        try:
+            async for chunk in stream:
+                if reader.add(chunk):
+                    break
+        except Exception as exc:
+            reader.ended_by(exc)
+        finally:
+            closing = getattr(stream, "aclose", None)
+            if closing is not None:
+                await closing()
+        return _finished(step.attempt, reader.message())
+
+
+def _finished(attempt: ModelAttempt, output: Any) -> Any:
+    if attempt.finish is not None and isinstance(output, AIMessage):
+        return attempt.finish(output)
+    return output
 
 
 def _notify(on_retry: Callable[[RetryEvent], object] | None, event: RetryEvent) -> None:
@@ -375,6 +419,7 @@ def invoke_model(
     config: RunnableConfig | None = None,
     sleep: Callable[[float], object] = time.sleep,
     on_retry: Callable[[RetryEvent], object] | None = None,
+    watch: Callable[[], StreamCut] | None = None,
 ) -> ModelCallResult:
     """Call the models of ``attempts`` in order, retrying transient failures.
 
@@ -385,6 +430,10 @@ def invoke_model(
         config: ``RunnableConfig`` for the model call (tags, callbacks).
         sleep: Waits between retries (inject a no-op in tests).
         on_retry: Told about each retry and each fallback; its errors are logged.
+        watch: Makes a fresh :class:`~langchain_om._core.loop_cut.StreamCut` for each call:
+            the call is then streamed and stopped as soon as the reply loops or reaches its
+            budget (the answer's ``response_metadata`` says so, see
+            :mod:`langchain_om._core.stream_reader`).
 
     Returns:
         The answer and how it was obtained.
@@ -399,7 +448,7 @@ def invoke_model(
         >>> invoke_model(attempts, "hi").text
         'ok'
     """
-    caller = _Caller(messages, config, sleep)
+    caller = _Caller(messages, config, sleep, watch)
     return run_sync(_retry_plan(attempts, policy, on_retry), caller)
 
 
@@ -411,6 +460,7 @@ async def ainvoke_model(
     config: RunnableConfig | None = None,
     sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     on_retry: Callable[[RetryEvent], object] | None = None,
+    watch: Callable[[], StreamCut] | None = None,
 ) -> ModelCallResult:
     """Async twin of :func:`invoke_model` (same plan; ``sleep`` is awaited).
 
@@ -422,5 +472,5 @@ async def ainvoke_model(
         >>> asyncio.run(ainvoke_model(attempts, "hi")).text
         'ok'
     """
-    caller = _Caller(messages, config, sleep)
+    caller = _Caller(messages, config, sleep, watch)
     return await run_async(_retry_plan(attempts, policy, on_retry), caller)

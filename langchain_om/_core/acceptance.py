@@ -2,23 +2,35 @@
 
 A cycle over a non-empty batch succeeds only when the reply yields at least one well-formed
 observation line: a top-level list line (``* 🟡 (14:30) User booked …``) with at least two words
-of content, that is not a copy of the prompt. :func:`judge_observation` checks, in order:
+of content, that is not a copy of the prompt, not already in the log and, when the batch is
+given, supported by its messages. :func:`judge_observation` checks, in order:
 
 1. ``empty``: the reply is blank, or holds no observation line and nothing else but tags,
    ``Date:`` headers and whitespace (an empty ``<observations>`` block, headers only);
 2. ``degenerate``: the reply is a repetition loop (:mod:`.degenerate`);
-3. ``oversized``: the observations are larger than :func:`observation_limit` allows for the
-   batch: more than :data:`INPUT_SHARE` times the batch, or more than
+3. ``echo``: the reply reproduces the prompt's own instructions, template lines or section
+   headings instead of observing (at least half of its lines, or every candidate line);
+4. ``unparseable``: the reply has text but no well-formed observation line (a refusal, an HTML
+   error page, JSON instead of the tags, prose);
+5. lines the log already holds, and lines the batch does not support, are dropped
+   (:mod:`.salvage`); when none is left the reply fails as ``echo`` (it only re-emitted the
+   log) or ``ungrounded`` (its lines are not in the messages);
+6. ``oversized``: the observations kept are larger than :func:`observation_limit` allows for
+   the batch: more than :data:`INPUT_SHARE` times the batch, or more than
    :data:`OBSERVATION_CAP_FACTOR` times the memory's ``observation_tokens`` (never below
    :data:`OVERSIZE_FLOOR_TOKENS`);
-4. ``echo``: the reply reproduces the prompt's own instructions, template lines or section
-   headings instead of observing (at least half of its lines, or every candidate line);
-5. ``unparseable``: the reply has text but no well-formed observation line (a refusal, an HTML
-   error page, JSON instead of the tags, prose).
+7. ``uninformative``: the observations carry fewer grounded names, numbers and content words
+   than the batch's size asks for (:func:`~.salvage.information_floor`): one generic line for a
+   long batch is a lazy Observer, not a summary.
+
+A reply stopped early (``cut``: it looped, or reached its output budget, see
+:mod:`.loop_cut`) is a *salvage*: its lines are held to strict grounding and cover the
+messages up to the last one they are drawn from (:attr:`ObservationVerdict.covered`); with
+nothing to keep it fails as ``degenerate`` (a loop) or ``oversized`` (the budget).
 
 ``model-error`` (the call itself failed) is decided by the caller and listed here so every
 reason code has one home. An accepted reply's observations come back without the lines that
-echo the prompt.
+echo the prompt, repeat the log or are not grounded.
 """
 
 from __future__ import annotations
@@ -32,11 +44,13 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_om._core.dates import parse_date_header
 from langchain_om._core.degenerate import is_degenerate, loop_key
+from langchain_om._core.grounding import Sources
 from langchain_om._core.observer import BUILTIN_SECTIONS, ObserverOutput, split_sections
 from langchain_om._core.observer_prompts import (
     COMPACT_OBSERVER_SYSTEM_PROMPT,
     OBSERVER_SYSTEM_PROMPT,
 )
+from langchain_om._core.salvage import information_floor, keep_lines
 from langchain_om._core.structured import (
     STRUCTURED_OBSERVER_NOTE,
     STRUCTURED_REFLECTOR_NOTE,
@@ -62,7 +76,14 @@ __all__ = [
 ]
 
 ObservationReason = Literal[
-    "empty", "unparseable", "echo", "oversized", "degenerate", "model-error"
+    "empty",
+    "unparseable",
+    "echo",
+    "oversized",
+    "degenerate",
+    "ungrounded",
+    "uninformative",
+    "model-error",
 ]
 """Why an observation cycle failed."""
 
@@ -106,6 +127,20 @@ class ObservationVerdict:
     """Tokens of ``observations``."""
     limit: int
     """The size limit that applied (tokens)."""
+    covered: int | None = None
+    """Messages of the batch the observations cover when the reply was cut short (its lines
+    are a salvage); ``None``: the whole batch."""
+    repeated: int = 0
+    """Lines dropped because the log already holds them."""
+    ungrounded: int = 0
+    """Lines dropped because the batch does not support them."""
+    information: int | None = None
+    """Distinct grounded terms of the observations (``None`` when not measured)."""
+
+    @property
+    def salvaged(self) -> bool:
+        """The observations are what was kept of a reply that was cut short."""
+        return self.accepted and self.covered is not None
 
 
 def observation_limit(input_tokens: int, observation_tokens: int) -> int:
@@ -247,6 +282,9 @@ def judge_observation(
     count: Callable[[str], int],
     instructions: str = DEFAULT_INSTRUCTIONS,
     source: str | None = None,
+    sources: Sources | None = None,
+    log: str = "",
+    cut: str | None = None,
 ) -> ObservationVerdict:
     """Accept or reject an Observer reply (see the module docstring for the checks).
 
@@ -258,6 +296,11 @@ def judge_observation(
         count: the token counter.
         instructions: the prompt's own instructions and headings (:func:`instruction_text`).
         source: the Observer's rendered input, so faithful repetition is not a loop.
+        sources: the batch's messages: lines they do not support are dropped
+            (:mod:`.salvage`), and the observations must carry the information floor.
+        log: the observation log the reply is appended to (lines it holds are dropped).
+        cut: why the reply was stopped early (``"loop"``, ``"budget"``), if it was: its
+            lines are then a salvage, held to strict grounding, covering a prefix of the batch.
 
     Returns:
         The verdict, with the observations to commit when accepted.
@@ -269,20 +312,18 @@ def judge_observation(
 
     raw = output.raw
     if not raw.strip():
+        if cut is not None:
+            return reject(_CUT_REASON[cut], f"the reply was stopped ({cut}) before any line")
         return reject("empty", "the reply was empty")
     if output.degenerate or is_degenerate(output.observations, source=source):
         return reject("degenerate", "the reply was a repetition loop")
     tokens = count(output.observations) if output.observations else 0
-    if tokens > limit:
-        return reject(
-            "oversized",
-            f"the observations ({tokens} tokens) exceed the limit for this batch ({limit})",
-            tokens,
-        )
     prompt = _Instructions(instructions)
     lines = output.observations.split("\n") if output.observations else []
     content = [line for line in lines if line.strip() and not _is_header(line)]
     if not content:
+        if cut is not None:
+            return reject(_CUT_REASON[cut], f"the reply was stopped ({cut}) before any line")
         if not _residue(raw):
             return reject("empty", "the reply held no observation lines")
         raw_lines = [line for line in raw.splitlines() if line.strip() and _residue(line)]
@@ -298,10 +339,46 @@ def judge_observation(
         return reject("unparseable", "the reply held no well-formed observation line")
     if sum(echo) / len(content) >= ECHO_SHARE:
         return reject("echo", f"{sum(echo)} of {len(content)} lines repeated the prompt")
-    kept = _drop_echo(lines, prompt)
+    kept = keep_lines(_drop_echo(lines, prompt), sources=sources, log=log, cut=cut is not None)
+    if not kept.lines:
+        if kept.ungrounded:
+            return reject(
+                _CUT_REASON[cut] if cut is not None else "ungrounded",
+                f"none of its {kept.ungrounded} new lines is supported by the messages",
+            )
+        return reject("echo", f"all {kept.repeated} lines repeat the previous observations")
+    tokens = count(kept.text)
+    if tokens > limit:
+        return reject(
+            "oversized",
+            f"the observations ({tokens} tokens) exceed the limit for this batch ({limit})",
+            tokens,
+        )
+    floor = information_floor(input_tokens)
+    if sources is not None and cut is None and kept.information < floor:
+        return reject(
+            "uninformative",
+            f"the observations carry {kept.information} facts from the messages; a batch of "
+            f"{input_tokens} tokens needs at least {floor}",
+            tokens,
+        )
     return ObservationVerdict(
-        True, None, f"{len(good)} observation lines", kept, len(good), count(kept), limit
+        True,
+        None,
+        f"{kept.lines} observation lines",
+        kept.text,
+        kept.lines,
+        tokens,
+        limit,
+        covered=kept.covered,
+        repeated=kept.repeated,
+        ungrounded=kept.ungrounded,
+        information=kept.information if sources is not None else None,
     )
+
+
+_CUT_REASON: dict[str, ObservationReason] = {"loop": "degenerate", "budget": "oversized"}
+"""The reason code of a cut reply with nothing to salvage."""
 
 
 def _drop_echo(lines: Sequence[str], prompt: _Instructions) -> str:
@@ -334,9 +411,12 @@ def _drop_echo(lines: Sequence[str], prompt: _Instructions) -> str:
 _REMINDERS: dict[str, str] = {
     "empty": "Your previous answer held no observations.",
     "unparseable": "Your previous answer was not in the observation format.",
-    "echo": "Your previous answer repeated these instructions instead of observing the messages.",
+    "echo": "Your previous answer repeated these instructions or the previous observations "
+    "instead of observing the new messages.",
     "oversized": "Your previous answer was far longer than the messages it observed.",
     "degenerate": "Your previous answer repeated the same lines over and over.",
+    "ungrounded": "Your previous answer held lines that the new messages do not say.",
+    "uninformative": "Your previous answer left out what the new messages actually say.",
     "model-error": "Your previous answer could not be read.",
 }
 

@@ -43,7 +43,9 @@ __all__ = [
     "Loop",
     "find_loop",
     "is_degenerate",
+    "content_words",
     "loop_key",
+    "supported_by",
 ]
 
 MIN_CHARS = 2_000
@@ -159,7 +161,7 @@ def find_loop(text: str, *, source: str | None = None) -> Loop | None:
         found = _keyed_run(numbered) or _dominant(numbered)
     if found is None or source is None or found.kind == "long-line":
         return found
-    return None if _supported(found, source) else found
+    return None if supported_by(found, source) else found
 
 
 # --------------------------------------------------------------------------------------------
@@ -304,12 +306,21 @@ def _looping_long_line(lines: list[str]) -> Loop | None:
 # --------------------------------------------------------------------------------------------
 
 
+def content_words(text: str) -> set[str]:
+    """Words of three or more letters of ``text``, stop words and memory verbs left out."""
+    return _content_words(text)
+
+
 def _content_words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.casefold()) if w not in _STOPWORDS}
 
 
-def _supported(loop: Loop, source: str) -> bool:
-    """Whether ``source`` repeats the loop's content about as often as the reply does."""
+def supported_by(loop: Loop, source: str) -> bool:
+    """Whether ``source`` repeats the loop's content about as often as the reply does.
+
+    The loop's longest unit supplies the content words (stop words dropped); the source must
+    hold at least half of them in at least half as many lines as the loop has repeats.
+    """
     words = max((_content_words(key) for key in loop.unit), key=len)
     if not words:
         return False

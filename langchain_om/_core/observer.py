@@ -221,6 +221,9 @@ class ObserverOutput:
     """The answer was a repetition loop and must not be used."""
     raw: str
     """The unparsed answer."""
+    covered: int | None = None
+    """Messages of the observed batch the observations cover, when the reply was cut short
+    and its lines salvaged; ``None``: the whole batch."""
 
 
 _LIST_LINE = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+\S")

@@ -27,7 +27,7 @@ from langchain_om._plans.cycles import Cycle, buffering_start, failure_reason, r
 from langchain_om._plans.damping import retry_after_of
 from langchain_om._plans.effects import Plan, StoreBatch
 from langchain_om._plans.extract import extract_plan, reflection_extractors
-from langchain_om._plans.observation import call_observer
+from langchain_om._plans.observation import observe_in_parts
 from langchain_om._plans.reflection import call_reflector
 from langchain_om._plans.storage import (
     buffer_backoff_put_op,
@@ -40,6 +40,7 @@ from langchain_om._plans.storage import (
 )
 from langchain_om._plans.transforms import archived_messages
 from langchain_om._plans.types import ActivationTrigger, TurnEnv, TurnInput, emit_event
+from langchain_om.errors import ObserverOutputError
 from langchain_om.events import ActivationEvent
 from langchain_om.extractors import persist, run_extractors
 
@@ -94,7 +95,7 @@ def buffer_plan(
 
     def body(cycle: Cycle) -> Plan[tuple[OMRecord, dict[str, Any]]]:
         try:
-            parsed = yield from call_observer(cycle, messages, pending_texts=pending_texts)
+            parsed = yield from observe_in_parts(cycle, messages, pending_texts=pending_texts)
         except Exception as exc:
             yield StoreBatch([buffer_backoff_put_op(thread_id, _failed(env, failed_before, exc))])
             raise
@@ -106,7 +107,14 @@ def buffer_plan(
         found.merge(
             (yield from extract_plan(env, ctx, env.extractors, text, extracted, role="observer"))
         )
-        ids = [m.id or "" for m in messages]
+        taken = messages if parsed.covered is None else messages[: parsed.covered]
+        if not taken:
+            raise ObserverOutputError(
+                "The Observer's salvaged lines cover no message.",
+                raw=parsed.raw,
+                reason="ungrounded",
+            )
+        ids = [m.id or "" for m in taken]
         hints = (
             ("current_task", parsed.current_task),
             ("suggested_response", parsed.suggested_response),
@@ -117,7 +125,7 @@ def buffer_plan(
             "text": text,
             "tokens": env.counter.count_text(text) if text else 0,
             "message_ids": ids,
-            "message_tokens": tokens_in,
+            "message_tokens": tokens_in if taken is messages else env.counter.count_messages(taken),
             "created_at": iso(env.now()),
             "hints": {k: v for k, v in hints if v},
             "extracted": found.values,
@@ -130,6 +138,8 @@ def buffer_plan(
             "observations": text,
             "extracted_values": found.values,
             "extraction_failures": found.failures,
+            "outcome": cycle.outcome,
+            "covered_messages": len(ids),
         }
 
     cycle = _background_cycle(env, inp, record, "observation", tokens_in, cycle_id)

@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_om._core.dates import iso
 from langchain_om._core.record import new_id
 from langchain_om._core.redact import error_summary
+from langchain_om._core.stream_reader import STREAM_KEY
 from langchain_om._core.types import OMRecord
 from langchain_om._plans.effects import HookCall, Plan
 from langchain_om._plans.types import Trigger, TurnEnv, TurnInput, emit_event
@@ -116,6 +117,15 @@ def _usage(result: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     return (dict(usage) if usage else None), (dict(meta) if meta else None)
 
 
+def _output_tokens(usage: Mapping[str, Any] | None, meta: Mapping[str, Any] | None) -> int:
+    if usage and isinstance(usage.get("output_tokens"), int):
+        return int(usage["output_tokens"])
+    streamed = (meta or {}).get(STREAM_KEY)
+    if isinstance(streamed, Mapping) and isinstance(streamed.get("output_tokens"), int):
+        return int(streamed["output_tokens"])
+    return 0
+
+
 @dataclass
 class Cycle:
     """One observation or reflection cycle: its ids, timing and what the model reported."""
@@ -135,6 +145,12 @@ class Cycle:
     provider_metadata: dict[str, Any] | None = None
     seen: list[BaseMessage] | None = None
     """The messages the Observer was shown (after ``hooks.before_observation``)."""
+    outcome: Literal["accepted", "salvaged"] = "accepted"
+    """How the reply that ended the cycle was taken: whole, or the lines before a cut."""
+    calls: int = 0
+    """Model calls the cycle made (retries and ladder steps included)."""
+    output_tokens: int = 0
+    """Output tokens of those calls (the provider's count, else the stream's estimate)."""
 
     def context(self) -> dict[str, Any]:
         """The ``ctx`` argument of the transform hooks."""
@@ -158,8 +174,10 @@ class Cycle:
         emit_event(self.env, self.inp, event)
 
     def note(self, result: Any) -> None:
-        """Keep the usage and provider metadata of a model result."""
+        """Keep the usage and provider metadata of a model result; add up what it cost."""
         self.usage, self.provider_metadata = _usage(result)
+        self.calls += 1
+        self.output_tokens += _output_tokens(self.usage, self.provider_metadata)
 
     def hook(self, when: Literal["start", "end"], **extra: Any) -> Plan[None]:
         """Call the user's ``on_<operation>_<when>`` hook, if set."""
@@ -168,6 +186,10 @@ class Cycle:
         if when == "end":
             payload.setdefault("usage", self.usage)
             payload.setdefault("provider_metadata", self.provider_metadata)
+            payload.setdefault("model_calls", self.calls)
+            payload.setdefault("output_tokens", self.output_tokens)
+            if payload.get("error") is None:
+                payload.setdefault("outcome", self.outcome)
         yield from _hook(self.env, name, payload)
 
     def failed(
@@ -189,6 +211,8 @@ class Cycle:
             trigger=self.trigger,
             reason=reason,
             retention=retention,
+            model_calls=self.calls,
+            output_tokens=self.output_tokens,
         )
 
 
@@ -313,9 +337,14 @@ def _start_event(cycle: Cycle) -> ObservationStartEvent:
     )
 
 
+def _spent(cycle: Cycle) -> dict[str, int]:
+    return {"model_calls": cycle.calls, "output_tokens": cycle.output_tokens}
+
+
 def _end_event(cycle: Cycle, done: dict[str, Any]) -> ObservationEndEvent:
     return ObservationEndEvent(
         **_ids(cycle),
+        **_spent(cycle),
         completed_at=iso(cycle.env.now()),
         duration_ms=cycle.duration_ms,
         tokens_observed=cycle.tokens,
@@ -342,12 +371,14 @@ def _buffering_failed(
         error=error,
         reason=reason,
         retention=retention,
+        **_spent(cycle),
     )
 
 
 def _buffering_end(cycle: Cycle, done: dict[str, Any]) -> BufferingEndEvent:
     return BufferingEndEvent(
         **_ids(cycle),
+        **_spent(cycle),
         completed_at=iso(cycle.env.now()),
         duration_ms=cycle.duration_ms,
         tokens_buffered=cycle.tokens,

@@ -44,6 +44,10 @@ class ModelCall:
     """What started the cycle (``threshold``, ``async-buffer``, ...; traced as run metadata)."""
     temperature: float | None = None
     """Overrides the role's sampling temperature (the retry after a looping reply)."""
+    output_budget: int | None = None
+    """Tokens the reply may take (bound as the provider's output limit; ``None``: none)."""
+    source: str | None = None
+    """The text the reply is written from: repetition it supports is not a loop."""
 
 
 def reply_text(result: Any) -> str:

@@ -8,11 +8,12 @@ tier; :func:`observe_plan` is the synchronous observation cycle. The background 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_om._core.acceptance import (
     ObservationReason,
@@ -21,6 +22,7 @@ from langchain_om._core.acceptance import (
     with_format_reminder,
 )
 from langchain_om._core.dates import iso
+from langchain_om._core.grounding import Sources
 from langchain_om._core.invented import drop_invented_tool_lines
 from langchain_om._core.observer import (
     ObserverOutput,
@@ -28,12 +30,14 @@ from langchain_om._core.observer import (
     parse_observer_output,
 )
 from langchain_om._core.observer_input import format_messages_for_observer
+from langchain_om._core.output_budget import observer_budget
 from langchain_om._core.record import (
     append_observations,
     log_text,
     make_group,
     stable_id,
 )
+from langchain_om._core.stream_reader import cut_of
 from langchain_om._core.truncation import TruncatedObservations, truncate_observations
 from langchain_om._core.types import OMRecord
 from langchain_om._core.window import split_batch
@@ -43,6 +47,7 @@ from langchain_om._plans.extract import extract_plan
 from langchain_om._plans.storage import observed_plan
 from langchain_om._plans.transforms import after_observation, archived_messages, before_observation
 from langchain_om._plans.types import TurnEnv, TurnInput
+from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import ModelTierExceededError, ObserverOutputError
 from langchain_om.extractors import inline_extractors, persist, prior_values, run_extractors
 
@@ -77,6 +82,43 @@ def observer_message_budget(env: TurnEnv) -> int:
     return max(obs.message_tokens_abs, obs.block_after_tokens)
 
 
+def _source_text(message: BaseMessage) -> str:
+    """The text a line of observations may be grounded in: text, reasoning and tool calls."""
+    parts = [str(message.text)]
+    content = message.content if isinstance(message.content, list) else []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") in ("reasoning", "thinking"):
+            parts.append(str(block.get("reasoning") or block.get("thinking") or ""))
+    if isinstance(message, AIMessage):
+        parts.extend(
+            f"{c['name']} {json.dumps(c['args'], default=str)}" for c in message.tool_calls
+        )
+    return "\n".join(p for p in parts if p)
+
+
+def _covered_in(batch: Sequence[BaseMessage], seen: Sequence[BaseMessage], covered: int) -> int:
+    """How many leading messages of ``batch`` the first ``covered`` messages ``seen`` reach.
+
+    ``seen`` is ``batch`` after the memory tool's messages and the ``before_observation``
+    hook; a message is found by identity, else by id. ``-1`` when the last covered message is
+    not in ``batch`` (a hook that rewrote the messages): nothing can be said to be covered.
+    """
+    if covered <= 0:
+        return 0
+    if covered >= len(seen):
+        return len(batch)
+    last = seen[covered - 1]
+    for index, message in enumerate(batch):
+        if message is last or (last.id is not None and message.id == last.id):
+            return index + 1
+    return -1
+
+
+def _sections(cfg: ObservationalMemoryConfig, extractors: int) -> int:
+    """Sections besides the observations an Observer call asks for."""
+    return 2 + int(cfg.observation.thread_title) + extractors
+
+
 def call_observer(
     cycle: Cycle,
     batch: Sequence[BaseMessage],
@@ -86,20 +128,24 @@ def call_observer(
 ) -> Plan[ObserverOutput]:
     """Ask the Observer about ``batch`` and accept only real observations.
 
-    A rejected reply (:func:`~langchain_om._core.acceptance.judge_observation`) is retried once
-    with a format reminder (a looping one also at a lower temperature), then the cycle fails.
+    The reply streams under an output budget and is stopped as soon as it loops
+    (:mod:`~langchain_om._core.loop_cut`); a stopped reply keeps the grounded lines written
+    before the loop, which cover the messages up to the last one they are drawn from
+    (``covered``). A rejected reply (:func:`~langchain_om._core.acceptance.judge_observation`)
+    is retried once with a format reminder (a looping one also at a lower temperature), then
+    the cycle fails.
 
     Raises:
         ObserverOutputError: both replies were rejected; ``reason`` holds the reason code.
     """
     env, record = cycle.env, cycle.record
     cfg = env.config
-    batch = cycle.seen = yield from before_observation(env, cycle.context(), batch)
-    if not batch:  # the hook withheld everything: observed, without a model call
+    seen = cycle.seen = yield from before_observation(env, cycle.context(), batch)
+    if not seen:  # the hook withheld everything: observed, without a model call
         return ObserverOutput("", None, None, None, {}, degenerate=False, raw="")
     extractors = inline_extractors(env.extractors)
     history = format_messages_for_observer(
-        batch,
+        seen,
         timezone=record["timezone"],
         tool_result_max_tokens=cfg.observation.tool_result_max_tokens,
         count=env.counter.count_text,
@@ -121,6 +167,16 @@ def call_observer(
         extractors=[(e.slug, e.text(context)) for e in extractors],
     )
     instructions = instruction_text(prompt)
+    sources = Sources([_source_text(m) for m in seen])
+    # Lines about forwarded images and files cannot be checked against text: a complete
+    # reply is then not filtered by grounding (a cut one still is, strictly).
+    loose = None if history.attachments else sources
+    log = "\n".join([log_text(record["groups"]), *pending_texts])
+    budget = observer_budget(
+        env.counter.count_messages(seen),
+        sections=_sections(cfg, len(extractors)),
+        setting=cfg.observation.output_budget,
+    )
     send: list[BaseMessage] = list(prompt)
     temperature: float | None = None
     reason: ObservationReason | None = None
@@ -134,8 +190,11 @@ def call_observer(
             trigger=cycle.trigger,
             cycle_id=cycle.cycle_id,
             temperature=temperature,
+            output_budget=budget,
+            source=history.text,
         )
         cycle.note(result)
+        stopped = cut_of(result)
         parsed = parse_observer_output(
             reply_text(result), extractor_slugs=[e.slug for e in extractors], source=history.text
         )
@@ -146,13 +205,22 @@ def call_observer(
             count=env.counter.count_text,
             instructions=instructions,
             source=history.text,
+            sources=sources if stopped else loose,
+            log=log,
+            cut=str(stopped["reason"]) if stopped else None,
         )
-        if verdict.accepted:
-            accepted = replace(parsed, observations=verdict.observations)
+        covered = None if verdict.covered is None else _covered_in(batch, seen, verdict.covered)
+        if verdict.accepted and covered != -1:
+            cycle.outcome = "salvaged" if verdict.salvaged else "accepted"
+            accepted = replace(parsed, observations=verdict.observations, covered=covered)
             kept = _without_invented_tools(accepted, batch)
             text = yield from after_observation(env, cycle.context(), kept.observations)
             return replace(kept, observations=text)
-        reason, detail, raw = verdict.reason or "unparseable", verdict.detail, parsed.raw
+        if verdict.accepted:  # salvaged lines whose messages a hook rewrote: nothing to cover
+            reason, detail = "ungrounded", "the salvaged lines cover messages a hook rewrote"
+        else:
+            reason, detail = verdict.reason or "unparseable", verdict.detail
+        raw = parsed.raw
         if attempt == 0:
             if cycle.trigger != "async-buffer":
                 cycle.emit(
@@ -183,39 +251,78 @@ def observe_in_parts(
     cycle: Cycle,
     batch: Sequence[BaseMessage],
     *,
+    pending_texts: Sequence[str] = (),
     message_max_tokens: int | None = None,
     depth: int = 0,
 ) -> Plan[ObserverOutput]:
-    """:func:`call_observer` on ``batch``; above every model tier, on parts that fit one.
+    """:func:`call_observer` on ``batch``, in parts when it is too large for one call.
 
-    When the Observer's input is larger than the largest ``ModelByInputTokens`` tier, the
-    batch is split at safe cut points (:func:`~langchain_om._core.window.split_batch`) into
-    parts aiming at :data:`PART_MARGIN` of the room the tier leaves, each observed in turn (a
-    part that still does not fit is split again, a single message is cut in the middle); the
-    observations are joined in order and the hints of the last part win.
+    A batch above the role's part size (``observation.part_tokens``: small models read
+    better in short parts) is observed in parts of about that size. When the Observer's input
+    is larger than the largest ``ModelByInputTokens`` tier, the batch is split at safe cut
+    points (:func:`~langchain_om._core.window.split_batch`) into parts aiming at
+    :data:`PART_MARGIN` of the room the tier leaves (a part that still does not fit is split
+    again, a single message is cut in the middle). Parts are observed in turn and joined in
+    order, the hints of the last part winning. A part that covers only some of its messages,
+    or fails after earlier parts succeeded, ends the cycle: the joined output covers the
+    messages up to there.
 
     Raises:
         ModelTierExceededError: even the prompt without messages is above the largest tier.
-        ObserverOutputError: a part's replies were rejected.
+        ObserverOutputError: the first part's replies were rejected.
     """
     counter = cycle.env.counter
+    sizes = [counter.count_messages([m]) for m in batch]
+    part = cycle.env.observer_part_tokens(sum(sizes))
+    if depth == 0 and part is not None and sum(sizes) > part and len(batch) > 1:
+        return (yield from _observe_parts(cycle, batch, split_batch(batch, sizes, part), None))
     try:
-        return (yield from call_observer(cycle, batch, message_max_tokens=message_max_tokens))
+        return (
+            yield from call_observer(
+                cycle, batch, pending_texts=pending_texts, message_max_tokens=message_max_tokens
+            )
+        )
     except ModelTierExceededError as exc:
         overhead = max(0, exc.input_tokens - counter.count_messages(batch))
         budget = int((exc.largest_tier - overhead) * PART_MARGIN)
         if budget < 64 or not batch or depth >= MAX_SPLIT_DEPTH:
             raise
-    ends = split_batch(batch, [counter.count_messages([m]) for m in batch], budget)
+    ends = split_batch(batch, sizes, budget)
+    clip = budget // 2 if len(ends) == 1 else message_max_tokens
+    return (yield from _observe_parts(cycle, batch, ends, clip, depth=depth, budget=budget))
+
+
+def _observe_parts(
+    cycle: Cycle,
+    batch: Sequence[BaseMessage],
+    ends: Sequence[int],
+    clip: int | None,
+    *,
+    depth: int = 0,
+    budget: int | None = None,
+) -> Plan[ObserverOutput]:
+    """Observe the parts of ``batch`` ending at ``ends`` in order (:func:`observe_in_parts`)."""
     outputs: list[ObserverOutput] = []
     start = 0
     for end in ends:
-        part, start = batch[start:end], end
-        clip = budget // 2 if len(ends) == 1 or len(part) == 1 else message_max_tokens
-        outputs.append(
-            (yield from observe_in_parts(cycle, part, message_max_tokens=clip, depth=depth + 1))
-        )
-    return _joined(outputs)
+        part = batch[start:end]
+        part_clip = budget // 2 if budget is not None and len(part) == 1 else clip
+        try:
+            out = yield from observe_in_parts(
+                cycle, part, message_max_tokens=part_clip, depth=depth + 1
+            )
+        except ObserverOutputError:
+            if not outputs:
+                raise
+            break  # the parts before it stand; the rest stays in the window
+        covered = len(part) if out.covered is None else out.covered
+        outputs.append(replace(out, covered=start + covered))
+        start = end
+        if covered < len(part):
+            break
+    joined = _joined(outputs)
+    done = outputs[-1].covered if outputs else 0
+    return replace(joined, covered=None if done == len(batch) else done)
 
 
 def _joined(outputs: Sequence[ObserverOutput]) -> ObserverOutput:
@@ -248,6 +355,9 @@ def observe_plan(
 ) -> Plan[OMRecord]:
     """Observe ``batch``: call the Observer, archive the messages, append the observations.
 
+    A salvaged reply (cut short, see :func:`call_observer`) observes only the leading messages
+    its lines cover: the record's cursor says how many (the rest stay in the window).
+
     Raises:
         CycleFailedError: the Observer failed; ``record`` is unchanged and nothing was archived.
     """
@@ -255,6 +365,13 @@ def observe_plan(
 
     def body(cycle: Cycle) -> Plan[tuple[OMRecord, dict[str, Any]]]:
         parsed = yield from observe_in_parts(cycle, batch)
+        taken = batch if parsed.covered is None else batch[: parsed.covered]
+        if not taken:
+            raise ObserverOutputError(
+                "The Observer's salvaged lines cover no message; nothing was observed.",
+                raw=parsed.raw,
+                reason="ungrounded",
+            )
         found = run_extractors(
             env.extractors, parsed.extracted, record["extracted"], thread_id=record["thread_id"]
         )
@@ -264,7 +381,7 @@ def observe_plan(
         found.merge(
             (yield from extract_plan(env, ctx, env.extractors, text, extracted, role="observer"))
         )
-        ids = [m.id or "" for m in batch]
+        ids = [m.id or "" for m in taken]
         group = make_group(
             text=text,
             tokens=env.counter.count_text(text) if text else 0,
@@ -278,7 +395,7 @@ def observe_plan(
             record,
             group=group,
             observed_ids=ids,
-            observed_tokens=cycle.tokens,
+            observed_tokens=env.counter.count_messages(taken),
             hints={
                 "current_task": parsed.current_task,
                 "suggested_response": parsed.suggested_response,
@@ -290,7 +407,8 @@ def observe_plan(
         )
         new["extracted"] = persist(env.extractors, record["extracted"], found.values)
         # Archive first: the messages leave the window only after they are stored.
-        kept = yield from archived_messages(env, cycle.context(), batch, cycle.seen)
+        seen = cycle.seen if parsed.covered is None else None
+        kept = yield from archived_messages(env, cycle.context(), taken, seen)
         new = yield from observed_plan(kept, before=record, after=new, vector=env.vector)
         return new, {
             "observation_tokens": group["tokens"],
@@ -299,6 +417,8 @@ def observe_plan(
             "suggested_response": parsed.suggested_response,
             "extracted_values": found.values,
             "extraction_failures": found.failures,
+            "outcome": cycle.outcome,
+            "covered_messages": len(taken),
         }
 
     cycle = Cycle(env, inp, record, "observation", env.counter.count_messages(batch), inp.trigger)

@@ -32,6 +32,7 @@ from langchain_core.messages import BaseMessage
 from langchain_om._core.dates import iso, message_time
 from langchain_om._core.observer import build_observer_messages, parse_observer_output
 from langchain_om._core.observer_input import FormattedHistory, format_messages_for_observer
+from langchain_om._core.output_budget import observer_budget, reflector_budget
 from langchain_om._core.record import new_id
 from langchain_om._core.reflector import build_reflector_messages, compression_start_level
 from langchain_om._core.resource import (
@@ -48,6 +49,7 @@ from langchain_om._core.resource import (
     split_threads,
     thread_label,
 )
+from langchain_om._core.stream_reader import cut_of
 from langchain_om._core.truncation import truncate_observations
 from langchain_om._plans.effects import (
     Effect,
@@ -66,7 +68,7 @@ from langchain_om._plans.storage import (
     unpack_pending,
 )
 from langchain_om._plans.types import TurnEnv
-from langchain_om.errors import ReflectorOutputError
+from langchain_om.errors import ObserverOutputError, ReflectorOutputError
 from langchain_om.locks import ThreadLock, hold_async
 
 T = TypeVar("T")
@@ -257,9 +259,22 @@ def reflect_resource_plan(
         target_tokens=max(1, cfg.observation_tokens_abs // 2),
         skip_continuation_hints=True,
     )
+    target = max(1, cfg.observation_tokens_abs // 2)
     result = yield env.model_call(
-        "reflector", prompt, thread_id=thread_id, resource_id=resource_id, trigger="turn-sync"
+        "reflector",
+        prompt,
+        thread_id=thread_id,
+        resource_id=resource_id,
+        trigger="turn-sync",
+        output_budget=reflector_budget(
+            env.counter.count_text(text),
+            target_tokens=target,
+            sections=0,
+            setting=cfg.output_budget,
+        ),
     )
+    if cut_of(result) is not None:
+        raise ReflectorOutputError("The Reflector's reply was cut short.", raw=reply_text(result))
     parsed = parse_observer_output(reply_text(result))
     labels = list(dict.fromkeys(s["thread"] for s in record["sections"]))
     condensed = split_threads(parsed.observations, labels)
@@ -404,20 +419,35 @@ def _observe_batch(
     )
     note = MULTI_THREAD_NOTE.format(n=len(threads)) if len(threads) > 1 else None
     instruction = "\n\n".join(t for t in (cfg.observation.instruction, note) if t) or None
+    history = _history(env, threads, labels)
     prompt = build_observer_messages(
-        history=_history(env, threads, labels),
+        history=history,
         previous=previous,
         prior_hints=record["hints"],
         instruction=instruction,
         thread_title=False,
     )
+    batch_tokens = sum(env.counter.count_messages(m) for m in threads.values())
     result = yield env.model_call(
         "observer",
         prompt,
         thread_id=next(iter(threads)),
         resource_id=resource_id,
         trigger="turn-sync",
+        output_budget=observer_budget(
+            batch_tokens, sections=2, setting=cfg.observation.output_budget
+        ),
+        source=history.text,
     )
+    stopped = cut_of(result)
+    if stopped is not None:
+        # A shared log commits every thread of the batch at once: a reply cut short (a loop,
+        # or past its budget) is not salvaged here, so no thread's messages leave unobserved.
+        raise ObserverOutputError(
+            f"The Observer's reply was stopped ({stopped['reason']}); nothing was observed.",
+            raw=reply_text(result),
+            reason="degenerate" if stopped["reason"] == "loop" else "oversized",
+        )
     parsed = parse_observer_output(reply_text(result))
     hints = {
         k: v

@@ -337,6 +337,7 @@ def _observe_due(step: _Step) -> Plan[None]:
     if cut <= 0:
         return
     batch = out.window[:cut]
+    cursor = out.record["observed_message_count"]
     try:
         out.record = yield from observe_plan(env, inp, out.record, batch)
     except CycleFailedError as exc:
@@ -356,8 +357,9 @@ def _observe_due(step: _Step) -> Plan[None]:
     if stored:
         yield StoreBatch([backoff_put_op(inp.thread_id, None)])
     out.record = with_success(out.record)
-    out.removed.extend(batch)
-    out.window = out.window[cut:]
+    taken = out.record["observed_message_count"] - cursor  # a salvage covers a prefix
+    out.removed.extend(batch[:taken])
+    out.window = out.window[taken:]
     out.observed = True
     step.recount()
 

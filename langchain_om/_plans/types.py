@@ -51,6 +51,9 @@ class TurnEnv:
     memory: Any = None
     """The :class:`~langchain_om.ObservationalMemory` the plans run for (shown to dynamic
     extractor instructions and transform hooks as ``ctx["memory"]``)."""
+    observer_part_tokens: Callable[[int], int | None] = lambda tokens: None
+    """``batch_tokens -> part size``: the largest batch one Observer call reads
+    (``observation.part_tokens`` for the model a batch of that size goes to), or ``None``."""
 
     def message_threshold(self, record: OMRecord) -> int:
         """Unobserved-message tokens that trigger observation of ``record``'s thread."""
@@ -72,6 +75,8 @@ class TurnEnv:
         trigger: str,
         cycle_id: str | None = None,
         temperature: float | None = None,
+        output_budget: int | None = None,
+        source: str | None = None,
     ) -> ModelCall:
         """The :class:`~langchain_om._plans.effects.ModelCall` of ``messages`` (tokens counted)."""
         return ModelCall(
@@ -83,6 +88,8 @@ class TurnEnv:
             cycle_id=cycle_id,
             trigger=trigger,
             temperature=temperature,
+            output_budget=output_budget,
+            source=source,
         )
 
 

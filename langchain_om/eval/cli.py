@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from langchain_om._core.output_modes import is_loopback_url
 from langchain_om._core.tokens import get_default_counter
 from langchain_om.eval.data import FORMATS, load_dataset
 from langchain_om.eval.models import scripted_answerer, scripted_judge, scripted_summarizer
@@ -72,6 +75,16 @@ def add_eval_command(subparsers: Any) -> argparse.ArgumentParser:
         "--memory-model", help="Observer/Reflector/summary model (default: --model)"
     )
     parser.add_argument("--judge-model", help="LLM judge (LongMemEval question types)")
+    parser.add_argument(
+        "--base-url",
+        help="an OpenAI-compatible server (e.g. one `langchain-om serve` runs) for every model "
+        "of the run; --model names the model it serves",
+    )
+    parser.add_argument(
+        "--record-calls",
+        action="store_true",
+        help="write every memory-model call (prompt and raw reply) to memory_calls.jsonl in --out",
+    )
     parser.add_argument("--out", default="eval-out", help="output folder (default: eval-out)")
     parser.add_argument("--limit", type=_positive, help="answer N sampled questions")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sampling (default 0)")
@@ -104,6 +117,10 @@ def add_eval_command(subparsers: Any) -> argparse.ArgumentParser:
         default="default",
         help="OM's observation.prompt (default: default)",
     )
+    parser.add_argument(
+        "--om-part-tokens",
+        help="OM's observation.part_tokens: 'auto' (default), a token count, or 'off'",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="more output")
     parser.add_argument("--slow-ms", type=int, default=None, help=argparse.SUPPRESS)
     parser.set_defaults(handler=cmd_eval)
@@ -124,6 +141,9 @@ def _models(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
         return
     if not args.model:
         raise EvalRunError("pass --model provider/name (or --model local, or --scripted)")
+    if args.base_url:
+        yield _served(args)
+        return
     specs = {"answer": args.model, "memory": args.memory_model or args.model}
     if args.judge_model:
         specs["judge"] = args.judge_model
@@ -146,6 +166,29 @@ def _models(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
             built["thresholds"] = LOCAL_THRESHOLDS
             built["local"] = True
         yield built
+
+
+def _served(args: argparse.Namespace) -> dict[str, Any]:
+    """The models of a run on one OpenAI-compatible server (``--base-url``)."""
+    try:
+        from langchain_openai import ChatOpenAI  # noqa: PLC0415 - optional extra "openai"
+    except ImportError as exc:
+        raise EvalRunError(
+            '--base-url needs langchain-openai: pip install "langchain-om[openai]"'
+        ) from exc
+
+    def client(name: str, **kwargs: Any) -> BaseChatModel:
+        options: dict[str, Any] = {"api_key": "none", "temperature": 0, "max_retries": 0}
+        return ChatOpenAI(model=name, base_url=args.base_url, **(options | kwargs))
+
+    return {
+        "answer": client(args.model, max_tokens=64),
+        "memory": client(args.memory_model or args.model),
+        "summarizer": None,
+        "judge": client(args.judge_model) if args.judge_model else None,
+        "thresholds": None,
+        "local": is_loopback_url(args.base_url),
+    }
 
 
 def _profile_window(model: Any) -> int:
@@ -172,21 +215,45 @@ def _identity(
         "seed": args.seed,
         "om_output": args.om_output,
         "om_prompt": args.om_prompt,
+        "om_part_tokens": args.om_part_tokens,
+        "base_url": bool(args.base_url),
     }
 
 
 def _om_options(args: argparse.Namespace, *, local: bool) -> dict[str, Any]:
     observation: dict[str, Any] = {"output": args.om_output, "prompt": args.om_prompt}
+    if args.om_part_tokens:
+        value = args.om_part_tokens.strip().lower()
+        observation["part_tokens"] = (
+            False if value == "off" else value if value == "auto" else _positive(value)
+        )
     if local:
         # The local model serves one call at a time: observe in the turn, not ahead of it.
         observation["buffer_tokens"] = False
     return {"observation": observation, "reflection": {"output": args.om_output}}
 
 
+CALLS_FILE = "memory_calls.jsonl"
+"""Where ``--record-calls`` writes the memory model's calls, one JSON object a line."""
+
+
+def _recorder(out: Path) -> Any:
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / CALLS_FILE
+    lock = threading.Lock()
+
+    def record(call: dict[str, Any]) -> None:
+        with lock, path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(call, ensure_ascii=False) + "\n")
+
+    return record
+
+
 def cmd_eval(args: argparse.Namespace, console: Any = None) -> int:
     """Run ``langchain-om eval`` (the handler of :func:`add_eval_command`)."""
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     dataset = load_dataset(args.format, args.data)
+    out = Path(args.out)
     with _models(args) as models:
         defaults = models["thresholds"] or (30_000, 40_000)
         thresholds = (
@@ -194,7 +261,7 @@ def cmd_eval(args: argparse.Namespace, console: Any = None) -> int:
             args.observation_tokens or defaults[1],
         )
         window = args.context_window or _profile_window(models["answer"])
-        if models["local"]:
+        if models["local"] and not args.base_url:
             window = min(window, LOCAL_CONTEXT - 1_000)
         counter = get_default_counter()
         shared = SystemSettings(
@@ -207,11 +274,11 @@ def cmd_eval(args: argparse.Namespace, console: Any = None) -> int:
             summarizer=models["summarizer"],
             summary_tokens=args.summary_tokens,
             om_options=_om_options(args, local=models["local"]),
+            recorder=_recorder(out) if args.record_calls else None,
         )
         judge: BaseChatModel | None = models["judge"]
         if args.format != "longmemeval" and not args.judge_model:
             judge = None
-        out = Path(args.out)
         settings = RunSettings(
             systems=tuple(systems),
             answer_model=models["answer"],

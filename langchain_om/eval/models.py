@@ -12,18 +12,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import html
 import os
 import re
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel, LangSmithParams, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, message_chunk_to_message
+from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.runnables import Runnable
 from pydantic import ConfigDict, PrivateAttr
 
@@ -78,6 +80,9 @@ class MeteredChatModel(AnsweringChatModel):
     """A :class:`TokenCounter` for replies without usage metadata."""
     output_cap: int | None = None
     """Cut each reply's text to this many tokens (the call is metered as the model made it)."""
+
+    recorder: Any = None
+    """Called with a JSON-native record of every call (prompt, reply, usage, seconds)."""
 
     _meter: Meter = PrivateAttr(default_factory=Meter)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -153,7 +158,14 @@ class MeteredChatModel(AnsweringChatModel):
         params: LangSmithParams = self.inner._get_ls_params(stop=stop, **kwargs)
         return params
 
-    def _note(self, messages: Sequence[BaseMessage], reply: BaseMessage, seconds: float) -> None:
+    def _note(
+        self,
+        messages: Sequence[BaseMessage],
+        reply: BaseMessage,
+        seconds: float,
+        *,
+        stopped: bool = False,
+    ) -> None:
         usage = getattr(reply, "usage_metadata", None)
         if usage:
             inp, out = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
@@ -165,6 +177,78 @@ class MeteredChatModel(AnsweringChatModel):
             self._meter.input_tokens += inp
             self._meter.output_tokens += out
             self._meter.seconds += seconds
+        if self.recorder is not None:
+            self.recorder(
+                {
+                    "prompt": [{"type": m.type, "text": m.text} for m in messages],
+                    "reply": reply.text,
+                    "stopped_early": stopped,
+                    "input_tokens": inp,
+                    "output_tokens": out,
+                    "seconds": round(seconds, 3),
+                }
+            )
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        """Stream from ``inner`` (so a caller that stops reading stops the generation too)."""
+        start = time.perf_counter()
+        total: AIMessageChunk | None = None
+        ended = False
+        try:
+            with contextlib.closing(self.inner.stream(messages, stop=stop, **kwargs)) as stream:
+                for chunk in stream:
+                    piece = (
+                        chunk
+                        if isinstance(chunk, AIMessageChunk)
+                        else AIMessageChunk(content=chunk.content)
+                    )
+                    total = piece if total is None else total + piece
+                    yield ChatGenerationChunk(message=piece)
+            ended = True
+        except Exception as exc:
+            self._note_failure(messages, exc, time.perf_counter() - start)
+            raise
+        finally:
+            if total is not None or ended:
+                reply = message_chunk_to_message(total) if total is not None else AIMessage("")
+                self._note(messages, reply, time.perf_counter() - start, stopped=not ended)
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        """Async twin of :meth:`_stream`."""
+        start = time.perf_counter()
+        total: AIMessageChunk | None = None
+        ended = False
+        stream = self.inner.astream(messages, stop=stop, **kwargs)
+        try:
+            async for chunk in stream:
+                piece = (
+                    chunk
+                    if isinstance(chunk, AIMessageChunk)
+                    else AIMessageChunk(content=chunk.content)
+                )
+                total = piece if total is None else total + piece
+                yield ChatGenerationChunk(message=piece)
+            ended = True
+        except Exception as exc:
+            self._note_failure(messages, exc, time.perf_counter() - start)
+            raise
+        finally:
+            await stream.aclose()
+            if total is not None or ended:
+                reply = message_chunk_to_message(total) if total is not None else AIMessage("")
+                self._note(messages, reply, time.perf_counter() - start, stopped=not ended)
 
     def _note_failure(
         self, messages: Sequence[BaseMessage], exc: Exception, seconds: float

@@ -55,6 +55,7 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             continue
         categories = sorted({a["category"] for a in mine})
         ingests = [r for r in records if r.get("kind") == "ingest" and r["system"] == system]
+        tokens = sum(r["memory_input_tokens"] + r["memory_output_tokens"] for r in ingests)
         systems[system] = {
             "overall": _block(mine, primary),
             "categories": {
@@ -62,14 +63,36 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             },
             "memory": {
                 "calls": sum(r["memory_calls"] for r in ingests),
-                "tokens": sum(
-                    r["memory_input_tokens"] + r["memory_output_tokens"] for r in ingests
-                ),
+                "tokens": tokens,
                 "seconds": round(sum(r["memory_seconds"] for r in ingests), 2),
                 "conversations": len(ingests),
+                **_cycles(ingests, tokens),
             },
         }
     return {"identity": identity, "primary_metric": primary, "systems": systems}
+
+
+_OUTCOMES = ("accepted", "salvaged", "rejected")
+
+
+def _cycles(ingests: Sequence[dict[str, Any]], tokens: int) -> dict[str, Any]:
+    """Memory's cycles by operation and outcome, their output tokens, and tokens per line."""
+    tallies = [r["cycles"] for r in ingests if isinstance(r.get("cycles"), dict)]
+    if not tallies:
+        return {}
+    out: dict[str, Any] = {}
+    for key in ("counts", "output_tokens"):
+        merged: dict[str, dict[str, int]] = {}
+        for tally in tallies:
+            for operation, row in tally.get(key, {}).items():
+                into = merged.setdefault(operation, dict.fromkeys(_OUTCOMES, 0))
+                for outcome, value in row.items():
+                    into[outcome] = into.get(outcome, 0) + int(value)
+        out["cycle_" + key] = merged
+    lines = sum(int(t.get("lines", {}).get("observation", 0)) for t in tallies)
+    out["observation_lines"] = lines
+    out["tokens_per_line"] = round(tokens / lines, 1) if lines else None
+    return out
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -104,6 +127,7 @@ def to_markdown(report: dict[str, Any]) -> str:
             f"{_fmt(o['context_tokens'])} | {comp} | {_fmt(m['calls'])} | "
             f"{_fmt(m['tokens'])} | {_fmt(m['seconds'], 1)} |"
         )
+    lines += _cycle_table(report)
     names = list(report["systems"])
     categories = sorted({c for d in report["systems"].values() for c in d["categories"]})
     if names and categories:
@@ -117,6 +141,40 @@ def to_markdown(report: dict[str, Any]) -> str:
                 cells.append(f"{_fmt(block['score'])} (n={block['questions']})" if block else "–")
             lines.append(f"| {cat} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _cycle_table(report: dict[str, Any]) -> list[str]:
+    """Memory's cycles per outcome (count and output tokens), and tokens per observation line."""
+    rows: list[str] = []
+    for name, data in report["systems"].items():
+        memory = data["memory"]
+        counts, spent = memory.get("cycle_counts"), memory.get("cycle_output_tokens")
+        if not counts:
+            continue
+        for operation, row in counts.items():
+            cells = [
+                f"{row.get(o, 0)} ({spent.get(operation, {}).get(o, 0):,} tok)" for o in _OUTCOMES
+            ]
+            total = sum(row.get(o, 0) for o in _OUTCOMES)
+            share = (row.get("accepted", 0) + row.get("salvaged", 0)) / total if total else 0.0
+            per_line = memory.get("tokens_per_line") if operation == "observation" else None
+            rows.append(
+                f"| {name} | {operation} | " + " | ".join(cells) + f" | {share:.0%} | "
+                f"{_fmt(memory.get('observation_lines')) if operation == 'observation' else '–'}"
+                f" | {_fmt(per_line, 1)} |"
+            )
+    if not rows:
+        return []
+    return [
+        "",
+        "Memory's cycles (count, output tokens) and memory tokens spent per accepted "
+        "observation line:",
+        "",
+        "| System | Cycle | Accepted | Salvaged | Rejected | Accepted share | Lines | "
+        "Memory tok / line |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+        *rows,
+    ]
 
 
 def write_plot(report: dict[str, Any], path: Path) -> Path | None:

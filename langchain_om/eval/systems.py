@@ -29,7 +29,8 @@ conversation, so memory dates things as they happened.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -98,6 +99,42 @@ class SystemSettings:
     """Longest summary of ``summarization`` (default: a quarter of ``message_tokens``)."""
     om_options: dict[str, Any] = field(default_factory=dict)
     """Extra :class:`~langchain_om.ObservationalMemory` options."""
+    recorder: Callable[[dict[str, Any]], None] | None = None
+    """Told every call of the memory model (prompt and raw reply, see ``--record-calls``)."""
+
+
+_LINE = re.compile(r"^\s*[-*+•]\s")
+
+
+@dataclass
+class CycleTally:
+    """How memory's cycles ended and what they cost, by operation and outcome.
+
+    ``outcome`` is ``accepted`` (a whole reply), ``salvaged`` (the grounded lines before a
+    cut) or ``rejected``; ``lines`` counts the observation lines an accepted cycle wrote.
+    """
+
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    output_tokens: dict[str, dict[str, int]] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)
+
+    def add(self, operation: str, ctx: Mapping[str, Any]) -> None:
+        """Count the cycle an end hook reports."""
+        outcome = (
+            "rejected" if ctx.get("error") is not None else str(ctx.get("outcome") or "accepted")
+        )
+        spent = int(ctx.get("output_tokens") or 0)
+        for table, value in ((self.counts, 1), (self.output_tokens, spent)):
+            row = table.setdefault(operation, {})
+            row[outcome] = row.get(outcome, 0) + value
+        if outcome != "rejected":
+            text = str(ctx.get("observations") or "")
+            written = sum(1 for line in text.splitlines() if _LINE.match(line))
+            self.lines[operation] = self.lines.get(operation, 0) + written
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-native figures for the run's records."""
+        return {"counts": self.counts, "output_tokens": self.output_tokens, "lines": self.lines}
 
 
 @dataclass
@@ -200,14 +237,15 @@ def _window(conv: Conversation, settings: SystemSettings, budget: int) -> Ingest
 
 
 def _memory(
-    settings: SystemSettings, clock: Clock, failures: list[str]
+    settings: SystemSettings, clock: Clock, failures: list[str], cycles: CycleTally
 ) -> tuple[Any, MeteredChatModel]:
     """The memory under test, counting its failed observation cycles into ``failures``.
 
-    A rejected Observer reply must not end the run: by default it ``continue``s (the messages
-    stay in the window).
+    Every cycle's outcome and output tokens are added to ``cycles``. A rejected Observer reply
+    must not end the run: by default it ``continue``s (the messages stay in the window).
     """
     metered = MeteredChatModel.wrap(settings.memory_model, settings.counter)
+    metered.recorder = settings.recorder
     om: dict[str, Any] = dict(settings.om_options)  # the run's thresholds unless it sets its own
     om["observation"] = {
         "message_tokens": settings.message_tokens,
@@ -221,12 +259,23 @@ def _memory(
     hooks: dict[str, Any] = dict(om.get("hooks", {}))
     user_end = hooks.get("on_observation_end")
 
+    user_reflection_end = hooks.get("on_reflection_end")
+
     def on_observation_end(ctx: Any) -> Any:
         if ctx.get("error") is not None:
             failures.append(type(ctx["error"]).__name__)
+        cycles.add("observation", ctx)
         return user_end(ctx) if user_end is not None else None
 
-    om["hooks"] = {**hooks, "on_observation_end": on_observation_end}
+    def on_reflection_end(ctx: Any) -> Any:
+        cycles.add("reflection", ctx)
+        return user_reflection_end(ctx) if user_reflection_end is not None else None
+
+    om["hooks"] = {
+        **hooks,
+        "on_observation_end": on_observation_end,
+        "on_reflection_end": on_reflection_end,
+    }
     memory = ObservationalMemory(model=metered, clock=clock, token_counter=settings.counter, **om)
     return memory, metered
 
@@ -234,7 +283,8 @@ def _memory(
 def _om(conv: Conversation, settings: SystemSettings, progress: _Progress) -> Ingested:
     clock = Clock(conv.turns[0].timestamp if conv.turns else datetime.now(UTC))
     failures: list[str] = []
-    memory, metered = _memory(settings, clock, failures)
+    cycles = CycleTally()
+    memory, metered = _memory(settings, clock, failures, cycles)
     by_id = {t.id: t for t in conv.turns}
     thread = {"configurable": {"thread_id": conv.id}}
     tail: list[Turn] = []
@@ -285,6 +335,7 @@ def _om(conv: Conversation, settings: SystemSettings, progress: _Progress) -> In
         )
     details["window_messages"] = len(window) + len(tail)
     details["failed_observations"] = len(failures)
+    details["cycles"] = cycles.as_dict()
     return Ingested(render=render, meter=metered.meter, details=details, close=memory.close)
 
 
