@@ -320,7 +320,9 @@ def _observe_due(step: _Step) -> Plan[None]:
     if not (forced or step.trigger_tokens >= sync_at):
         return
     block_after = env.config.observation.block_after_tokens
-    raising = env.config.observation.failure_policy == "raise"
+    # An explicit observe() reports its failure whatever the policy; a turn follows it.
+    manual = inp.force_observe and inp.trigger == "manual"
+    raising = manual or env.config.observation.failure_policy == "raise"
     stored = (yield from _raised_backoff(step)) if raising else None
     if not forced:
         gate_record = with_backoff(out.record, stored)

@@ -54,7 +54,7 @@ def test_defaults_follow_the_spec() -> None:
         10_000,
     )
     assert (obs.buffer_tokens, obs.buffer_activation, obs.block_after) == (0.2, 0.8, 1.2)
-    assert obs.previous_observer_tokens == 2_000 and obs.failure_policy == "raise"
+    assert obs.previous_observer_tokens == 2_000 and obs.failure_policy == "continue"
     assert obs.observe_attachments is True and obs.extract == () and not obs.thread_title
     assert (obs.output, obs.prompt, ref.output) == ("text", "default", "text")
     assert obs.model_settings == ModelSettings(temperature=0.3)
