@@ -48,7 +48,13 @@ _HTML = "<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1><hr>nginx</body></ht
 _NUMBER_LOOP = "\n".join(f"* 🟡 (10:{i:02d}) Item {i} was checked again." for i in range(40))
 
 
+SALVAGE = "salvage-loop"
+"""An Observer fault built from the good answer: its first lines, then a loop of an invented
+line (what small local models do): the stream cut stops it and the grounded lines before the
+loop are salvaged, covering only the messages they come from."""
+
 OBSERVER_FAULTS: dict[str, Callable[[], Any]] = {
+    SALVAGE: lambda: SALVAGE,
     "empty": lambda: "",
     "empty-block": lambda: "<observations>\n</observations>",
     "refusal": lambda: "I'm sorry, but I can't help with that.",
@@ -89,10 +95,22 @@ class FaultyModel:
                 value = table[name]()
                 if isinstance(value, BaseException):
                     raise value
+                if value == SALVAGE:
+                    return _looping_after(str(answer(messages, info)), self.rng)
                 return value
             return answer(messages, info)
 
         return FunctionChatModel(function=reply, model_name="faulty")
+
+
+def _looping_after(good: str, rng: random.Random) -> str:
+    """``good``'s opening lines (a random number of them), then an invented line looping."""
+    lines = good.split("</observations>")[0].splitlines()
+    keep = lines[: rng.randrange(1, max(2, len(lines)))]
+    loop = [
+        f"* ✅ (11:{i:02d}) Kasimir said he was off to the regatta in Gdynia." for i in range(30)
+    ]
+    return "\n".join([*keep, *loop])
 
 
 def _user_text(rng: random.Random, turn: int) -> tuple[str, str]:

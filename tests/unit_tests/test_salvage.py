@@ -148,8 +148,8 @@ def test_a_reply_that_only_re_emits_the_log_is_rejected_and_one_with_news_keeps_
     )
     assert not verdict.accepted and verdict.reason == "echo"
     news = parse_observer_output(
-        f"<observations>\n{log}\n* 🔴 (09:09) Maya's cat Pixel comes with her and she needs a lift\n"
-        "</observations>"
+        f"<observations>\n{log}\n"
+        "* 🔴 (09:09) Maya's cat Pixel comes with her and she needs a lift\n</observations>"
     )
     verdict = judge_observation(
         news,

@@ -1,0 +1,151 @@
+"""Looping Observers through the front doors: cut as they start, salvaged, never failing a turn."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import RunnableConfig
+
+from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
+from langchain_om.testing import FunctionChatModel, RecordedCall
+from tests.helpers import archived
+
+LOOP_LINE = "* ✅ (14:{m:02d}) Kasimir said he was off to the regatta in Gdynia."
+
+
+def _loop(n: int = 60) -> str:
+    return "\n".join(LOOP_LINE.format(m=m % 60) for m in range(n))
+
+
+class CountingLoopModel(BaseChatModel):
+    """Streams a reply token by token and counts how many tokens it was asked for."""
+
+    reply: str
+    pulled: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "counting-loop"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(self.reply))])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        for index in range(0, len(self.reply), 4):  # about one token a chunk
+            self.pulled += 1
+            yield ChatGenerationChunk(message=AIMessageChunk(content=self.reply[index : index + 4]))
+
+
+def _agent(memory: ObservationalMemory) -> Any:
+    actor = FunctionChatModel(function=lambda m, i: "Noted.")
+    return create_agent(
+        actor,
+        [],
+        middleware=[ObservationalMemoryMiddleware(memory)],
+        checkpointer=memory.checkpointer,
+        store=memory.store,
+    )
+
+
+def _say(i: int) -> str:
+    return f"Turn {i}: my sister Ingrid booked the ferry to Bergen for the {i + 3}th of June."
+
+
+def test_generation_stops_soon_after_the_loop_starts() -> None:
+    model = CountingLoopModel(reply="<observations>\n" + _loop(400))
+    memory = ObservationalMemory(
+        model=model, observation={"message_tokens": 60, "buffer_tokens": False}
+    )
+    memory.add_messages("t", [HumanMessage(_say(i), id=f"u{i}") for i in range(6)])
+    total = len(model.reply) // 4
+    # two calls (the reply and its retry), each stopped within a few loop rounds
+    assert model.pulled < 2 * 120 < total
+    assert len(memory.status(thread_id="t").window) == 6  # nothing observed, nothing lost
+
+
+def test_an_always_looping_observer_never_fails_an_agent_turn(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Default settings: the turn goes on, the window stays, one WARNING per failed cycle."""
+    observer = FunctionChatModel(function=lambda m, i: "<observations>\n" + _loop())
+    memory = ObservationalMemory(
+        model=observer, observation={"message_tokens": 80, "buffer_tokens": False}
+    )
+    events: list[Any] = []
+    memory.on_debug_event = events.append
+    agent = _agent(memory)
+    cfg: RunnableConfig = {"configurable": {"thread_id": "t"}}
+    with caplog.at_level(logging.WARNING, logger="langchain_om"):
+        for i in range(8):
+            out = agent.invoke({"messages": [HumanMessage(_say(i), id=f"u{i}")]}, cfg)
+    kept = [m.text for m in out["messages"] if isinstance(m, HumanMessage)]
+    assert kept == [_say(i) for i in range(8)]  # every message still in the window
+    failed = [e for e in events if e.type == "data-om-observation-failed" and not e.retrying]
+    assert failed and all(e.reason in ("degenerate", "backoff") for e in failed)
+    cycle_warnings = [
+        r for r in caplog.records if r.name == "langchain_om" and "cycle" in r.getMessage()
+    ]
+    assert len(cycle_warnings) == len(failed)
+    # backoff: not every turn calls the Observer again
+    assert observer.call_count < 2 * 8
+
+
+def _salvaging(messages: list[BaseMessage], info: RecordedCall) -> str:
+    """Observes the first two user messages faithfully, then loops on an invented line."""
+    history = messages[-1].text.split("## New Messages to Observe")[1]
+    said = [line.split("): ", 1)[1] for line in history.splitlines() if line.startswith("User (")]
+    head = [f"* 🔴 (09:00) User said: {text}" for text in said[:2]]
+    return "<observations>\nDate: Dec 2, 2026\n" + "\n".join(head) + "\n" + _loop()
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_grounded_lines_before_a_loop_are_salvaged_through_the_agent(asynchronous: bool) -> None:
+    observer = FunctionChatModel(function=_salvaging)
+    memory = ObservationalMemory(
+        model=observer, observation={"message_tokens": 100, "buffer_tokens": False}
+    )
+    events: list[Any] = []
+    memory.on_debug_event = events.append
+    agent = _agent(memory)
+    cfg: RunnableConfig = {"configurable": {"thread_id": "t"}}
+    sent = []
+    for i in range(6):
+        message = HumanMessage(_say(i), id=f"u{i}")
+        sent.append(message.id)
+        if asynchronous:
+            import asyncio  # noqa: PLC0415
+
+            asyncio.run(agent.ainvoke({"messages": [message]}, cfg))
+        else:
+            agent.invoke({"messages": [message]}, cfg)
+    ends = [e for e in events if e.type == "data-om-observation-end"]
+    assert ends and all(e.outcome == "salvaged" for e in ends)
+    state = agent.get_state(cfg).values
+    record = memory.read_state(state)
+    assert "Ingrid booked the ferry" in memory.render(record).text
+    assert "Kasimir" not in memory.render(record).text  # the loop line never enters memory
+    window = [m.id for m in state["messages"] if isinstance(m, HumanMessage)]
+    seen = [m.id for m in archived(memory, "t") if isinstance(m, HumanMessage)] + window
+    assert seen == sent  # each message once, in order, in the archive or the window
+    # a salvage observes only the messages its lines cover: each cycle two user messages
+    assert all(e.covered_messages is not None and e.covered_messages <= 4 for e in ends)
