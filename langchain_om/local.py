@@ -139,6 +139,7 @@ def start_local_server(
     threads: int = 2,
     *,
     verbose: bool = False,
+    port: int | None = None,
 ) -> LocalServer:
     """Serve a GGUF model on loopback with ``xllamacpp`` (starts in about a second).
 
@@ -147,6 +148,7 @@ def start_local_server(
         n_ctx: context size in tokens (prompt plus answer).
         threads: CPU threads for inference.
         verbose: let llama.cpp log to stderr.
+        port: the loopback port to listen on (a free one when omitted).
 
     Returns:
         The running server; close it (or use ``with``) when done.
@@ -169,6 +171,40 @@ def start_local_server(
     params.cpuparams_batch.n_threads = threads
     params.offline = True
     params.warmup = False
+    params.n_parallel = 1  # one slot: the whole context for one call, prompt cache kept
+    if port is not None:
+        params.port = port
     if not verbose:
         params.verbosity = -1
     return LocalServer(xllamacpp.Server(params), path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve a GGUF model until interrupted: ``python -m langchain_om.local --model FILE``.
+
+    Prints the OpenAI-compatible base URL (pass it to ``langchain-om eval --base-url``).
+    """
+    import argparse  # noqa: PLC0415 - only for the command line
+    import time  # noqa: PLC0415
+
+    parser = argparse.ArgumentParser(
+        prog="python -m langchain_om.local",
+        description="Serve a GGUF model on loopback (llama.cpp through xllamacpp).",
+    )
+    parser.add_argument("--model", help="the GGUF file (default: the bundled SmolLM2-135M)")
+    parser.add_argument("--port", type=int, default=8765, help="loopback port (default 8765)")
+    parser.add_argument("--ctx", type=int, default=32_768, help="context size (default 32768)")
+    parser.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
+    args = parser.parse_args(argv)
+    server = start_local_server(args.model, n_ctx=args.ctx, threads=args.threads, port=args.port)
+    print(server.base_url, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.close()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - the command line
+    raise SystemExit(main())

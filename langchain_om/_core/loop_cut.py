@@ -75,6 +75,7 @@ CHECK_EVERY_CHARS = 48
 
 _DIGIT = re.compile(r"\d")
 _LONE_TAG = re.compile(r"^\s*</?[A-Za-z][\w-]*\s*>\s*$")
+_JSON_MEMBER = re.compile(r'^"[^"]{1,40}"\s*:\s*(.*)$')
 
 CutReason = Literal["loop", "budget"]
 
@@ -102,8 +103,13 @@ def _key(line: str, masked: bool) -> str:
 
 
 def _skipped(line: str) -> bool:
+    """Lines that carry no claim of their own: blanks, lone tags, ``Date:`` headers, and the
+    short members of a JSON reply (``"priority": "high",`` repeats in every observation)."""
     stripped = line.strip()
     if not stripped or _LONE_TAG.match(stripped):
+        return True
+    member = _JSON_MEMBER.match(stripped)
+    if member is not None and len(member.group(1).strip(' ,"[]{}')) < KEY_MIN_CHARS:
         return True
     return parse_date_header(stripped.strip("*#_ ").strip()) is not None
 
