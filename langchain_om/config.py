@@ -22,6 +22,7 @@ read-only properties, so the rest of the package never recomputes them::
 
 from __future__ import annotations
 
+import math
 import sys
 import warnings
 from collections.abc import Mapping
@@ -58,6 +59,7 @@ from langchain_om._config_rules import (
     sub_config,
     to_config_error,
 )
+from langchain_om._core.acceptance import OBSERVATION_CAP_FACTOR, observation_limit
 from langchain_om._providers import DEFAULT_MODEL
 from langchain_om.errors import OMConfigError
 
@@ -73,8 +75,10 @@ __all__ = [
 ]
 
 
-_MAX_OBSERVER_COMPRESSION = 20
-"""Messages shrink at most about this much into observations (typically 3-10x)."""
+_HONEST_COMPRESSION = 3
+"""Messages shrink at least about this much into observations (typically 3-10x): the size
+cap of one observation (:func:`~langchain_om._core.acceptance.observation_limit`) must let
+this compression of a full batch through."""
 
 
 def _caller_stacklevel() -> int:
@@ -187,21 +191,20 @@ class ObservationalMemoryConfig(OptionGroup):
         observe_at = self.observation.message_tokens
         reflect_at = self.reflection.observation_tokens
         # Fractions of the agent's context window are checked once resolved to tokens.
-        if (
-            isinstance(observe_at, int)
-            and isinstance(reflect_at, int)
-            and reflect_at * _MAX_OBSERVER_COMPRESSION < observe_at
-        ):
-            raise InvalidOption(
-                f"is {reflect_at} tokens, far below what one observation of "
-                f"observation.message_tokens ({observe_at}) adds to the log (the Observer "
-                f"compresses at most about {_MAX_OBSERVER_COMPRESSION}x), so every observation "
-                "would trigger a reflection that cannot reach its target",
-                f"Raise reflection.observation_tokens to at least "
-                f"{-(-observe_at // _MAX_OBSERVER_COMPRESSION)}, or lower "
-                "observation.message_tokens.",
-                option="reflection.observation_tokens",
-            )
+        if isinstance(observe_at, int) and isinstance(reflect_at, int):
+            batch = observe_at
+            largest = observation_limit(batch, reflect_at)
+            if largest * _HONEST_COMPRESSION < batch:
+                least = math.ceil(batch / (_HONEST_COMPRESSION * OBSERVATION_CAP_FACTOR))
+                raise InvalidOption(
+                    f"is {reflect_at} tokens: one observation may then hold at most {largest} "
+                    f"tokens, less than an honest {_HONEST_COMPRESSION}x compression of a full "
+                    f"batch of observation.message_tokens ({batch} tokens), so "
+                    "realistic observations would be rejected as oversized",
+                    f"Raise reflection.observation_tokens to at least {least}, or lower "
+                    "observation.message_tokens.",
+                    option="reflection.observation_tokens",
+                )
         thread = self.scope == "thread"
         if thread and self.share_token_budget and self.observation.buffer_tokens is not False:
             raise InvalidOption(

@@ -141,11 +141,12 @@ def line_content(line: str) -> str:
 
 def content_terms(text: str) -> set[str]:
     """The stems of the content words of ``text`` (stop words and observation verbs dropped)."""
-    return {
-        _stem(w)
-        for w in _WORD.findall(text)
-        if len(w) > 2 and w.casefold().replace("’", "'") not in _STOPWORDS | _META
-    }
+    out: set[str] = set()
+    for word in _WORD.findall(text):
+        folded = word.casefold().replace("’", "'").removesuffix("'s")
+        if len(folded) > 2 and folded not in _STOPWORDS and folded not in _META:
+            out.add(_stem(folded))
+    return out
 
 
 def _claims(content: str) -> tuple[set[str], set[str], set[str]]:

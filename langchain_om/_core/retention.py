@@ -10,9 +10,15 @@ when it is
 * still dated: when the input has ``Date:`` headers, the output has some, its newest day among
   them, and at least :data:`MIN_DAY_SHARE` of the input's days (``lost-dates``);
 * still marked: when the input has 🔴 lines, the output has at least one (``lost-priorities``);
-* faithful to the facts: of the names, numbers, dates and identifiers on the input's 🔴 lines
-  (on all lines when there are none), at least :data:`MIN_RETENTION` survive
-  (``lost-facts``). That share is the *retention* figure reported with every verdict. When
+* made of the log: at most :data:`MAX_INVENTED_SHARE` of its lines may say what the log does
+  not (``invented``: numbered ``Note 3 4`` lines or ``User likes item 7`` filler in place of
+  facts);
+* faithful to the facts, counted two ways, both of which must hold (``lost-facts``): of the
+  names, numbers, dates and identifiers on the input's 🔴 lines (on all lines when there are
+  none) at least :data:`MIN_RETENTION` survive, and of those lines themselves at least as many
+  keep most of their content words and numbers (:data:`LINE_KEPT_SHARE`), so facts made of
+  common words and small numbers count by what they say, not by a number that survives in
+  another line. That share is the *retention* figure reported with every verdict. When
   the 🔴 lines alone are larger than the target (a log of nothing but critical facts), no
   reflection can keep them all and stay bounded: the share required shrinks in proportion
   (:func:`required_retention`), so the oldest facts may go while the one-line and vague
@@ -32,8 +38,13 @@ from typing import Literal
 
 from langchain_om._core.dates import parse_date_header
 from langchain_om._core.degenerate import is_degenerate
+from langchain_om._core.grounding import content_terms, line_content
 
 __all__ = [
+    "INVENTED_OVERLAP",
+    "LINE_KEPT_SHARE",
+    "MIN_LINE_RETENTION",
+    "MAX_INVENTED_SHARE",
     "MIN_DAY_SHARE",
     "MIN_RETENTION",
     "MIN_RETENTION_ALL_LINES",
@@ -53,6 +64,7 @@ RetentionReason = Literal[
     "lost-dates",
     "lost-priorities",
     "lost-facts",
+    "invented",
 ]
 """Why a reflection was rejected."""
 
@@ -67,6 +79,20 @@ MIN_RETENTION = 0.6
 
 MIN_RETENTION_ALL_LINES = 0.4
 """Share of all lines' facts that must survive when the input has no 🔴 line."""
+
+MIN_LINE_RETENTION = 0.4
+"""Share of the judged lines (🔴, else all) that must keep their content (see
+:data:`LINE_KEPT_SHARE`); lower than :data:`MIN_RETENTION`, as a terse compression rewords."""
+
+LINE_KEPT_SHARE = 0.4
+"""A line is kept when this share of its content words and numbers occurs in the reflection,
+one word at least (a number alone is not the fact)."""
+
+MAX_INVENTED_SHARE = 0.2
+"""Largest share of a reflection's lines whose content the input log does not hold."""
+
+INVENTED_OVERLAP = 0.5
+"""A reflection line is made of the log when this share of its content words occurs in it."""
 
 _HIGH = "🔴"
 _LEAD = re.compile(
@@ -204,7 +230,12 @@ def check_reflection(
     haystack = _normal_number(output_text).casefold()
     numbers = set(_NUMBER.findall(haystack))  # once: a per-fact regex scan is quadratic
     kept = sum(1 for fact in facts if (fact in numbers if fact[0].isdigit() else fact in haystack))
-    retention = kept / len(facts) if facts else 1.0
+    out_terms = _terms(output_text) | numbers
+    judged = _judged_lines(input_text, high)
+    kept_lines = sum(1 for terms in judged if _kept(terms, out_terms))
+    fact_share = kept / len(facts) if facts else 1.0
+    line_share = kept_lines / len(judged) if judged else 1.0
+    retention = min(fact_share, line_share)
     days_in, days_out = _input_days(input_text), _days(output_text)
     kept_days = sum(1 for day in days_in if day in days_out)
 
@@ -238,8 +269,64 @@ def check_reflection(
     if high and not any(_HIGH in line[:8] for line in output_text.splitlines()):
         return verdict("lost-priorities", "the reflection has no 🔴 line left")
     need = required_retention(input_text, input_tokens=input_tokens, target_tokens=target_tokens)
-    if facts and retention < need:
+    scale = need / (MIN_RETENTION if high else MIN_RETENTION_ALL_LINES)
+    if fact_share < need or line_share < MIN_LINE_RETENTION * scale:
         return verdict(
-            "lost-facts", f"kept {kept} of {len(facts)} key facts ({retention:.0%} < {need:.0%})"
+            "lost-facts",
+            f"kept {kept} of {len(facts)} key facts and {kept_lines} of {len(judged)} key "
+            f"lines (need {need:.0%} of the facts, {MIN_LINE_RETENTION * scale:.0%} of the lines)",
         )
-    return verdict(None, f"kept {kept} of {len(facts)} key facts")
+    invented, lines = _invented(input_text, output_text)
+    if lines and invented > MAX_INVENTED_SHARE * lines:
+        return verdict(
+            "invented", f"{invented} of {lines} lines say what the log does not (filler)"
+        )
+    return verdict(
+        None, f"kept {kept} of {len(facts)} key facts, {kept_lines} of {len(judged)} lines"
+    )
+
+
+def _terms(text: str) -> set[str]:
+    return content_terms(_normal_number(text)) | set(_NUMBER.findall(_normal_number(text)))
+
+
+def _kept(terms: frozenset[str], out_terms: set[str]) -> bool:
+    found = terms & out_terms
+    words = any(not term[0].isdigit() for term in found)
+    return words and len(found) >= LINE_KEPT_SHARE * len(terms)
+
+
+@functools.lru_cache(maxsize=32)
+def _judged_lines(text: str, high_only: bool) -> tuple[frozenset[str], ...]:
+    """The content terms of each judged line of the input (its 🔴 lines, or all lines)."""
+    out: list[frozenset[str]] = []
+    for line in text.splitlines():
+        if parse_date_header(line.strip()) is not None or not line.strip():
+            continue
+        if high_only and _HIGH not in line[:8]:
+            continue
+        terms = frozenset(_terms(line_content(line)))
+        if terms:
+            out.append(terms)
+    return tuple(out)
+
+
+def _invented(input_text: str, output_text: str) -> tuple[int, int]:
+    """``(lines saying what the input does not, lines)`` of a reflection's output."""
+    known = _input_terms(input_text)
+    invented = lines = 0
+    for line in output_text.splitlines():
+        if parse_date_header(line.strip()) is not None:
+            continue
+        terms = _terms(line_content(line))
+        if not terms:
+            continue
+        lines += 1
+        if len(terms & known) < INVENTED_OVERLAP * len(terms):
+            invented += 1
+    return invented, lines
+
+
+@functools.lru_cache(maxsize=32)
+def _input_terms(text: str) -> frozenset[str]:
+    return frozenset(_terms(text))

@@ -3,9 +3,10 @@
 The Observer's reply is read line by line (top-level observation lines with their sub-items,
 under ``Date:`` headers):
 
-- a line the log already holds (the same words once bullets, marks and clock times are
-  stripped; a changed number is news, so numbers count) is dropped: a reply that re-emits
-  the previous observations keeps only what is new;
+- a line the log already holds under the same ``Date:`` (the same words once bullets, marks
+  and clock times are stripped; a changed number is news, so numbers count) is dropped: a
+  reply that re-emits the previous observations keeps only what is new, while the same event
+  on another day stays;
 - a line the batch does not support (:mod:`.grounding`) is dropped. A reply that ran to its
   end is held to :data:`LOOSE_OVERLAP` (a paraphrase passes; an invented line does not); a
   reply that was cut short (it looped, or ran out of budget) is held to :data:`STRICT_OVERLAP`
@@ -21,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 
 from langchain_om._core.dates import parse_date_header
 from langchain_om._core.degenerate import loop_key
@@ -81,6 +83,19 @@ def _key(line: str) -> str:
     return loop_key(line)
 
 
+def _dated_keys(log: str) -> set[tuple[date | None, str]]:
+    """``(day, key)`` of every top-level line of ``log`` (the day of its ``Date:`` header)."""
+    keys: set[tuple[date | None, str]] = set()
+    day: date | None = None
+    for line in log.splitlines():
+        header = parse_date_header(line.strip())
+        if header is not None:
+            day = header
+        elif _TOP_LEVEL.match(line) and _key(line):
+            keys.add((day, _key(line)))
+    return keys
+
+
 def _items(text: str) -> list[list[str]]:
     """``text`` as items: a header, a blank, or a top-level line with its sub-items."""
     items: list[list[str]] = []
@@ -120,17 +135,20 @@ def keep_lines(
         cut: the reply was stopped early (a loop or its budget): strict grounding and a
             covered prefix.
     """
-    known = {_key(line) for line in log.splitlines() if _TOP_LEVEL.match(line.strip() + " ")}
-    known.discard("")
+    known = _dated_keys(log)
     kept: list[list[str]] = []
     repeated = ungrounded = lines = 0
     supports: list[int] = []
+    day: date | None = None
     for item in _items(observations):
         head = item[0]
+        header = parse_date_header(head.strip())
+        if header is not None:
+            day = header
         if not _TOP_LEVEL.match(head):
             kept.append(item)
             continue
-        if _key(head) in known:
+        if (day, _key(head)) in known:
             repeated += 1
             continue
         if sources is not None:
@@ -143,7 +161,7 @@ def keep_lines(
                 continue
             if grounding.support is not None:
                 supports.append(grounding.support)
-        known.add(_key(head))
+        known.add((day, _key(head)))
         kept.append(item)
         lines += 1
     text = _without_empty_dates(kept)

@@ -1016,8 +1016,9 @@ def valid_options(draw: st.DrawFn) -> dict[str, Any]:
     observation["activate_after_idle"] = draw(
         st.one_of(st.none(), st.just(False), st.just("auto"), st.integers(0, 10**8))
     )
-    # A reflection threshold far below what one observation adds is rejected (at most ~20x).
-    observation_tokens = draw(st.integers(max(1_000, -(-message_tokens // 20)), 200_000))
+    # A reflection threshold below what one honest observation adds is rejected: a 3x
+    # compression of a full batch must fit one observation (at most 2x observation_tokens).
+    observation_tokens = draw(st.integers(max(1_000, -(-message_tokens // 6)), 200_000))
     reflection: dict[str, Any] = {
         "observation_tokens": observation_tokens,
         "buffer_activation": draw(st.floats(0.01, 1.0)),

@@ -108,7 +108,7 @@ CASES: list[tuple[str, dict[str, Any], type[Exception], str, str]] = [
         ),
         OMConfigError,
         "reflection.observation_tokens",
-        "Raise reflection.observation_tokens to at least 1500",
+        "Raise reflection.observation_tokens to at least 5000",
     ),
 ]
 
