@@ -44,10 +44,10 @@ OBSERVER_SHARE = 0.3
 REFLECTOR_SHARE = 1.25
 """A reflection may run this far past the size it is asked for (and is then judged)."""
 
-FLOOR_TOKENS = 1_024
+FLOOR_TOKENS = 512
 """No call gets less than this (small batches, short logs)."""
 
-SECTION_TOKENS = 200
+SECTION_TOKENS = 150
 """Added for each hint, title or extractor section a call asks for."""
 
 CEILING_TOKENS = 32_000

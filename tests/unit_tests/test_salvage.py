@@ -209,7 +209,7 @@ def test_information_counts_distinct_grounded_terms() -> None:
 
 
 def test_output_budgets_follow_the_input_and_the_setting() -> None:
-    assert observer_budget(100, sections=2) == FLOOR_TOKENS + 400
+    assert observer_budget(100, sections=2) == FLOOR_TOKENS + 300
     assert observer_budget(20_000, sections=0) == 6_000
     assert observer_budget(10**7, sections=0) == CEILING_TOKENS
     assert observer_budget(20_000, sections=2, setting=900) == 900
