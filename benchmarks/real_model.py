@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         kept_tokens = counter.count_text(r.verdict.observations) if r.verdict.accepted else 0
         if outcome == "rejected":
             spent_rejected.append(r.generated_tokens)
-        found = check_lines(r.lines, r.sources.texts)
+        found = check_lines(r.lines, r.evidence)
         checks.extend(found)
         rows.append(
             (

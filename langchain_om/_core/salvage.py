@@ -26,7 +26,7 @@ from datetime import date
 
 from langchain_om._core.dates import parse_date_header
 from langchain_om._core.degenerate import loop_key
-from langchain_om._core.grounding import Sources, information
+from langchain_om._core.grounding import Grounding, Sources, information
 
 __all__ = [
     "LOOSE_OVERLAP",
@@ -119,6 +119,13 @@ def _without_empty_dates(items: Sequence[list[str]]) -> str:
     return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")
 
 
+def _grounding(sources: Sources, line: str, cut: bool) -> Grounding | None:
+    """How ``sources`` supports ``line``, or ``None`` when it does not (see the thresholds)."""
+    found = sources.ground(line, min_overlap=STRICT_OVERLAP if cut else LOOSE_OVERLAP)
+    ok = found.grounded if cut else found.overlap >= LOOSE_OVERLAP
+    return found if ok else None
+
+
 def keep_lines(
     observations: str,
     *,
@@ -152,15 +159,14 @@ def keep_lines(
             repeated += 1
             continue
         if sources is not None:
-            grounding = sources.ground(
-                " ".join(item), min_overlap=STRICT_OVERLAP if cut else LOOSE_OVERLAP
-            )
-            loose_ok = grounding.overlap >= LOOSE_OVERLAP
-            if not (grounding.grounded if cut else loose_ok):
+            grounding = _grounding(sources, head, cut)
+            if grounding is None:
                 ungrounded += 1
                 continue
             if grounding.support is not None:
                 supports.append(grounding.support)
+            # Sub-items are claims too: one the batch does not support is dropped alone.
+            item = [head, *(sub for sub in item[1:] if _grounding(sources, sub, cut) is not None)]
         known.add((day, _key(head)))
         kept.append(item)
         lines += 1

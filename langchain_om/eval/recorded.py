@@ -12,8 +12,11 @@ fixture of raw replies) and replays each Observer reply exactly as memory would 
 
 :func:`check_lines` then checks each accepted line against the messages with a rule of its
 own, simpler than memory's (whole words, no stemming): every capitalised name and number of
-the line occurs in the batch, and one message holds at least half of the line's words. It is
-the independent check the README's small-model table reports.
+the line occurs in the batch, and one message (or up to three adjacent ones: small models glue
+messages together) holds at least half of the line's words. It is
+the independent check the README's small-model table reports. It checks against the batch and
+the previous observations the prompt showed (a line copied from those is true, though not new;
+memory drops the copies the log holds).
 """
 
 from __future__ import annotations
@@ -26,11 +29,18 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
+from pydantic import ValidationError
 
 from langchain_om._core.acceptance import ObservationVerdict, instruction_text, judge_observation
 from langchain_om._core.grounding import Sources, line_content
 from langchain_om._core.loop_cut import Cut, cut_text
 from langchain_om._core.observer import parse_observer_output
+from langchain_om._core.structured import (
+    StructuredObserverOutput,
+    lenient_structured,
+    reply_data,
+    structured_to_text,
+)
 from langchain_om._core.tokens import TokenCounter
 
 __all__ = [
@@ -40,11 +50,13 @@ __all__ = [
     "batch_messages",
     "check_lines",
     "load_calls",
+    "previous_observations",
     "replay",
 ]
 
 _LABEL = re.compile(
-    r"^(?:User|Assistant|System|Reasoning|Notice|Tool (?:Call|Result|Error|Denied))\b[^:]*:\s?"
+    r"^(?:User|Assistant|System|Reasoning|Notice|Tool (?:Call|Result|Error|Denied))\b"
+    r"(?:\s*\(\d{1,2}:\d{2}\))?[^:(]*:\s?"
 )
 _WORD = re.compile(r"[^\W_]{3,}")
 _NAME = re.compile(r"\b[A-Z][^\W\d_]{2,}")
@@ -86,13 +98,34 @@ def load_calls(path: str | Path) -> list[MemoryCall]:
     return calls
 
 
-def _section(human: str) -> str:
-    start = human.find("## New Messages to Observe")
+def _section(human: str, heading: str = "## New Messages to Observe") -> str:
+    start = human.find(heading)
     if start < 0:
         return ""
-    body = human[start + len("## New Messages to Observe") :]
-    end = body.find("\n---")
-    return body[:end] if end >= 0 else body
+    body = human[start + len(heading) :]
+    ends = [i for i in (body.find("\n---"), body.find("\n## ")) if i >= 0]
+    return body[: min(ends)] if ends else body
+
+
+def previous_observations(human: str) -> str:
+    """The ``## Previous Observations`` an Observer prompt showed (the log, as shown)."""
+    text = _section(human, "## Previous Observations")
+    end = text.find("These are already recorded.")
+    return (text[:end] if end >= 0 else text).strip()
+
+
+def _as_text(reply: str) -> str:
+    """A structured (JSON) reply rendered to the tagged text memory parses; text unchanged."""
+    if not reply.lstrip().startswith(("{", "[")):
+        return reply
+    data = reply_data(None, reply)
+    if data is None:
+        return reply
+    try:
+        answer, _ = lenient_structured(data, StructuredObserverOutput)
+    except ValidationError:
+        return reply
+    return structured_to_text(answer)
 
 
 def batch_messages(human: str) -> list[str]:
@@ -119,12 +152,19 @@ class Replayed:
     """An Observer reply as memory takes it."""
 
     call: MemoryCall
+    previous: str
+    """The previous observations its prompt showed."""
     cut: Cut | None
     """Where the stream cut stopped it (``None``: it ran to its end)."""
     generated_tokens: int
     """Tokens the model writes before memory stops it (all of the reply when not stopped)."""
     verdict: ObservationVerdict
     sources: Sources
+
+    @property
+    def evidence(self) -> list[str]:
+        """What the prompt showed that a line may be copied from: its messages and log lines."""
+        return [*self.sources.texts, *self.previous.splitlines()]
 
     @property
     def lines(self) -> list[str]:
@@ -141,10 +181,11 @@ def replay(call: MemoryCall, *, counter: TokenCounter | None = None) -> Replayed
     count = (counter or TokenCounter()).count_text
     history = _section(call.human)
     generated, cut = cut_text(call.reply, source=history)
-    text = cut.kept if cut is not None else generated
+    text = _as_text(cut.kept if cut is not None else generated)
     parsed = parse_observer_output(text, source=history)
     sources = Sources(batch_messages(call.human))
     prompt = [SystemMessage(call.system), HumanMessage(call.human)]
+    previous = previous_observations(call.human)
     verdict = judge_observation(
         parsed,
         input_tokens=count("\n".join(sources.texts)),
@@ -153,10 +194,11 @@ def replay(call: MemoryCall, *, counter: TokenCounter | None = None) -> Replayed
         instructions=instruction_text(prompt),
         source=history,
         sources=sources,
+        log=previous,
         cut=cut.reason if cut is not None else None,
     )
     spent = cut.tokens if cut is not None else count(call.reply)
-    return Replayed(call, cut, spent, verdict, sources)
+    return Replayed(call, previous, cut, spent, verdict, sources)
 
 
 @dataclass(frozen=True)
@@ -177,7 +219,11 @@ def _words(text: str) -> set[str]:
 
 
 def check_lines(lines: Iterable[str], messages: Sequence[str]) -> list[LineCheck]:
-    """Check committed lines against their batch with whole words (see the module docstring)."""
+    """Check committed lines against ``messages`` with whole words (see the module docstring).
+
+    Pass the batch's messages and the previous observations the prompt showed: a model can
+    only copy what its prompt holds, so a line found in neither was invented.
+    """
     joined = "\n".join(messages)
     folded = joined.casefold()
     numbers = {n.replace(",", "") for n in _NUMBER.findall(joined)}
@@ -193,9 +239,11 @@ def check_lines(lines: Iterable[str], messages: Sequence[str]) -> list[LineCheck
             if n not in numbers and not (len(n) == 4 and n.startswith(("19", "20")))
         ]
         best, share = "", 0.0
-        for message in messages:
-            here = len(words & _words(message)) / len(words) if words else 0.0
-            if here > share:
-                best, share = message, here
+        for start in range(len(messages)):  # a line may join up to three adjacent messages
+            for width in (1, 2, 3):
+                window = "\n".join(messages[start : start + width])
+                here = len(words & _words(window)) / len(words) if words else 0.0
+                if here > share + 1e-9:
+                    best, share = window, here
         out.append(LineCheck(line, share >= 0.5 and not missing, best, share, tuple(missing)))
     return out
