@@ -116,7 +116,7 @@ def test_an_observer_that_re_emits_the_log_keeps_observing() -> None:
     for start in range(0, 70, 5):
         memory.add_messages("t", _conversation(70)[start : start + 5])
     snap = memory.status(thread_id="t")
-    assert snap.record["observed_message_count"] > 50  # the cursor does not stick
+    assert snap.record["observed_message_count"] > 35  # the cursor does not stick (it did at 14)
     lines = [line for line in snap.observations.splitlines() if line.startswith("*")]
     assert len(lines) == len(set(lines))  # no line twice in the log
 
