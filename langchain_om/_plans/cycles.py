@@ -135,6 +135,8 @@ class Cycle:
     provider_metadata: dict[str, Any] | None = None
     seen: list[BaseMessage] | None = None
     """The messages the Observer was shown (after ``hooks.before_observation``)."""
+    title_pinned: bool = False
+    """The thread's title is pinned (``rename_thread``): the Observer's does not show."""
 
     def context(self) -> dict[str, Any]:
         """The ``ctx`` argument of the transform hooks."""
@@ -254,7 +256,7 @@ def run_cycle(cycle: Cycle, body: CycleBody) -> Plan[OMRecord]:
         return new
     cycle.emit(_end_event(cycle, done))
     record = cycle.record
-    if new.get("title") and new.get("title") != record.get("title"):
+    if new.get("title") and new.get("title") != record.get("title") and not cycle.title_pinned:
         cycle.emit(
             ThreadUpdateEvent(
                 cycle_id=cycle.cycle_id,

@@ -26,6 +26,7 @@ from langchain_om._core.observer import (
     ObserverOutput,
     build_observer_messages,
     parse_observer_output,
+    without_hints,
 )
 from langchain_om._core.observer_input import format_messages_for_observer
 from langchain_om._core.record import (
@@ -41,6 +42,7 @@ from langchain_om._plans.cycles import Cycle, logger, run_cycle
 from langchain_om._plans.effects import Plan, reply_text
 from langchain_om._plans.extract import extract_plan
 from langchain_om._plans.storage import observed_plan
+from langchain_om._plans.titles import titled_plan
 from langchain_om._plans.transforms import after_observation, archived_messages, before_observation
 from langchain_om._plans.types import TurnEnv, TurnInput
 from langchain_om.errors import ModelTierExceededError, ObserverOutputError
@@ -53,15 +55,19 @@ LOOP_RETRY_TEMPERATURE = 0.0
 
 
 def previous_view(
-    env: TurnEnv, record: OMRecord, pending_texts: Sequence[str] = ()
+    env: TurnEnv, record: OMRecord, pending_texts: Sequence[str] = (), *, hidden: bool = False
 ) -> TruncatedObservations | None:
-    """The previous observations the Observer is shown (budgeted; buffered chunks last)."""
+    """The previous observations the Observer is shown (budgeted; buffered chunks last).
+
+    ``hidden`` shows none of them (only how many there are): the Observer's input must fit
+    the largest model tier.
+    """
     text = log_text(record["groups"])
     if pending_texts:
         text = "\n\n".join(t for t in (text, BUFFERED_MARKER, *pending_texts) if t)
     if not text:
         return None
-    budget = env.config.observation.previous_observer_tokens
+    budget = 0 if hidden else env.config.observation.previous_observer_tokens
     return truncate_observations(
         text, None if budget is False else int(budget), env.counter.count_text
     )
@@ -83,11 +89,14 @@ def call_observer(
     *,
     pending_texts: Sequence[str] = (),
     message_max_tokens: int | None = None,
+    hide_previous: bool = False,
 ) -> Plan[ObserverOutput]:
     """Ask the Observer about ``batch`` and accept only real observations.
 
-    A rejected reply (:func:`~langchain_om._core.acceptance.judge_observation`) is retried once
-    with a format reminder (a looping one also at a lower temperature), then the cycle fails.
+    A rejected reply (:func:`~langchain_om._core.acceptance.judge_observation`) is retried
+    once with a format reminder (a looping one also at a lower temperature), then the cycle
+    fails. ``hide_previous`` leaves the previous observations out of the prompt (see
+    :func:`previous_view`).
 
     Raises:
         ObserverOutputError: both replies were rejected; ``reason`` holds the reason code.
@@ -111,12 +120,14 @@ def call_observer(
     context = {**cycle.context(), "source": "observation"}
     prompt = build_observer_messages(
         history=history,
-        previous=previous_view(env, record, pending_texts),
+        previous=previous_view(env, record, pending_texts, hidden=hide_previous),
         prior_hints={
             **{k: str(v) for k, v in record["hints"].items()},
             **prior_values(extractors, record["extracted"]),
         },
         instruction=cfg.observation.instruction,
+        instruction_mode=cfg.observation.instruction_mode,
+        hints=cfg.observer_hints,
         thread_title=cfg.observation.thread_title,
         extractors=[(e.slug, e.text(context)) for e in extractors],
     )
@@ -148,7 +159,9 @@ def call_observer(
             source=history.text,
         )
         if verdict.accepted:
-            accepted = replace(parsed, observations=verdict.observations)
+            accepted = replace(
+                without_hints(parsed, cfg.observer_hints), observations=verdict.observations
+            )
             kept = _without_invented_tools(accepted, batch)
             text = yield from after_observation(env, cycle.context(), kept.observations)
             return replace(kept, observations=text)
@@ -178,6 +191,9 @@ PART_MARGIN = 0.8
 MAX_SPLIT_DEPTH = 4
 """How often a part that still does not fit is split again (with a smaller budget)."""
 
+MIN_PART_TOKENS = 64
+"""The least room for messages a tier must leave beside the prompt for a split to be tried."""
+
 
 def observe_in_parts(
     cycle: Cycle,
@@ -185,6 +201,7 @@ def observe_in_parts(
     *,
     message_max_tokens: int | None = None,
     depth: int = 0,
+    hide_previous: bool = False,
 ) -> Plan[ObserverOutput]:
     """:func:`call_observer` on ``batch``; above every model tier, on parts that fit one.
 
@@ -192,20 +209,41 @@ def observe_in_parts(
     batch is split at safe cut points (:func:`~langchain_om._core.window.split_batch`) into
     parts aiming at :data:`PART_MARGIN` of the room the tier leaves, each observed in turn (a
     part that still does not fit is split again, a single message is cut in the middle); the
-    observations are joined in order and the hints of the last part win.
+    observations are joined in order and the hints of the last part win. When the previous
+    observations leave no room (less than :data:`MIN_PART_TOKENS`), the prompt is sent
+    without them (:func:`previous_view` with ``hidden``) before anything is split.
 
     Raises:
-        ModelTierExceededError: even the prompt without messages is above the largest tier.
+        ModelTierExceededError: even the prompt without messages or previous observations is
+            above the largest tier (the turn goes on without observing; see
+            :func:`~langchain_om._plans.turn.turn_plan`).
         ObserverOutputError: a part's replies were rejected.
     """
     counter = cycle.env.counter
     try:
-        return (yield from call_observer(cycle, batch, message_max_tokens=message_max_tokens))
+        return (
+            yield from call_observer(
+                cycle, batch, message_max_tokens=message_max_tokens, hide_previous=hide_previous
+            )
+        )
     except ModelTierExceededError as exc:
         overhead = max(0, exc.input_tokens - counter.count_messages(batch))
         budget = int((exc.largest_tier - overhead) * PART_MARGIN)
-        if budget < 64 or not batch or depth >= MAX_SPLIT_DEPTH:
+        if budget < MIN_PART_TOKENS and not hide_previous and cycle.record["groups"]:
+            hide_previous = True  # the previous observations take the room: show none
+            budget = 0
+        elif budget < MIN_PART_TOKENS or not batch or depth >= MAX_SPLIT_DEPTH:
             raise
+    if budget < MIN_PART_TOKENS:  # try the whole batch again, with the lighter prompt
+        return (
+            yield from observe_in_parts(
+                cycle,
+                batch,
+                message_max_tokens=message_max_tokens,
+                depth=depth + 1,
+                hide_previous=True,
+            )
+        )
     ends = split_batch(batch, [counter.count_messages([m]) for m in batch], budget)
     outputs: list[ObserverOutput] = []
     start = 0
@@ -213,7 +251,15 @@ def observe_in_parts(
         part, start = batch[start:end], end
         clip = budget // 2 if len(ends) == 1 or len(part) == 1 else message_max_tokens
         outputs.append(
-            (yield from observe_in_parts(cycle, part, message_max_tokens=clip, depth=depth + 1))
+            (
+                yield from observe_in_parts(
+                    cycle,
+                    part,
+                    message_max_tokens=clip,
+                    depth=depth + 1,
+                    hide_previous=hide_previous,
+                )
+            )
         )
     return _joined(outputs)
 
@@ -289,6 +335,7 @@ def observe_plan(
             now=now,
         )
         new["extracted"] = persist(env.extractors, record["extracted"], found.values)
+        new, cycle.title_pinned = yield from titled_plan(new)
         # Archive first: the messages leave the window only after they are stored.
         kept = yield from archived_messages(env, cycle.context(), batch, cycle.seen)
         new = yield from observed_plan(kept, before=record, after=new, vector=env.vector)

@@ -52,7 +52,13 @@ from langchain_om._plans.resource import (
     save_pending_plan,
 )
 from langchain_om._plans.storage import observed_plan
-from langchain_om._plans.types import TurnEnv, TurnInput, TurnOutcome, emit_event
+from langchain_om._plans.types import (
+    TurnEnv,
+    TurnInput,
+    TurnOutcome,
+    emit_event,
+    recovers_overflow,
+)
 from langchain_om.errors import CycleFailedError, OMConfigError, OMUsageError
 from langchain_om.events import ObservationEndEvent, ObservationFailedEvent, ObservationStartEvent
 
@@ -159,7 +165,7 @@ def _observe_due(
 ) -> ResourcePlan[ResourceRecord]:
     """Observe every thread's unobserved messages when they reach the threshold."""
     seen = observed_ids(shared)
-    forced = inp.force_observe or inp.context_overflow
+    forced = inp.force_observe or recovers_overflow(env, inp)
     # Other threads' stored messages are taken whole, up to a safe cut (never a tool call
     # without its result): their last turn was answered, or is answered from their own window.
     todo = {
