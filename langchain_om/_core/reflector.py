@@ -292,9 +292,7 @@ def build_reflector_messages(
 
 def _hint_request(hints: HintSwitch) -> str:
     if not hints.any:
-        return (
-            " Output only the <observations> block: no <current-task> and no <suggested-response>."
-        )
+        return " Output only the <observations> block, and nothing else."
     if hints.current_task and hints.suggested_response:
         return " Then write <current-task> and <suggested-response> for the end of the log."
     tag = "<current-task>" if hints.current_task else "<suggested-response>"
