@@ -12,6 +12,12 @@
 The OM record lives under the ``om_record`` key of the graph state (JSON-native), so the
 checkpointer persists it and time travel or a fork rewinds memory with the messages.
 
+With ``observation.observe_on_context_overflow`` (on by default) the model node is wrapped:
+when it raises ``ContextOverflowError``, memory observes what is pending and the node runs
+once more on the smaller window (:mod:`langchain_om._graph_overflow`). A run whose config
+says ``configurable={"langchain_om": {"enabled": False}}`` skips memory: the gate only takes
+memory's message out of ``messages`` and routes straight to the model node.
+
 Example:
     >>> from langgraph.graph import START, MessagesState, StateGraph
     >>> from langchain_om import ObservationalMemory, add_observational_memory

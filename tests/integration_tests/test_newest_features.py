@@ -392,6 +392,51 @@ def test_an_input_above_every_tier_fails_its_cycle_and_the_turn_goes_on(
 
 
 @pytest.mark.parametrize("door", DOORS)
+def test_a_reflector_input_above_every_tier_keeps_the_log_and_the_turn_goes_on(
+    door: Door, open_memory: Callable[..., ObservationalMemory]
+) -> None:
+    events: list[OMEvent] = []
+    reflector = _observer_model()
+    memory = open_memory(
+        model=None,
+        observation={**SMALL, "model": _observer_model()},
+        reflection={"observation_tokens": 400, "model": ModelByInputTokens(up_to={300: reflector})},
+        on_debug_event=events.append,
+    )
+    run = Run(memory, door)
+    for i in range(12):
+        run.turn(i)  # never raises
+    failed = [e for e in events if isinstance(e, ObservationFailedEvent)]
+    assert failed and all(e.operation_type == "reflection" for e in failed)
+    assert {e.reason for e in failed} == {"tier-exceeded"}
+    assert reflector.calls == []
+    snap = memory.status(thread_id="t1")
+    assert snap.record["generation"] == 0 and snap.record["observation_tokens"] > 400
+    archived, window = run.ids()
+    assert archived + window == [f"{p}{i}" for i in range(12) for p in "ha"]
+
+
+@pytest.mark.parametrize("door", GRAPH_DOORS)
+def test_an_input_above_every_tier_goes_on_in_resource_scope(
+    door: Door, open_memory: Callable[..., ObservationalMemory]
+) -> None:
+    events: list[OMEvent] = []
+    memory = open_memory(
+        model=ModelByInputTokens(up_to={300: _observer_model()}),
+        scope="resource",
+        on_debug_event=events.append,
+    )
+    run = Run(memory, door)
+    for i in range(4):
+        run.app.invoke(
+            {"messages": [HumanMessage(_fact(i), id=f"h{i}")]},
+            {"configurable": {"thread_id": "t1", "resource_id": "u1"}},
+        )
+    failed = [e for e in events if isinstance(e, ObservationFailedEvent)]
+    assert failed and {e.reason for e in failed} == {"tier-exceeded"}
+
+
+@pytest.mark.parametrize("door", DOORS)
 def test_a_tier_the_previous_observations_fill_is_observed_without_them(
     door: Door, open_memory: Callable[..., ObservationalMemory]
 ) -> None:
