@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from langchain_core.exceptions import ContextOverflowError
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.graph import StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.pregel import Pregel
@@ -76,28 +76,42 @@ def with_update(update: dict[str, Any], result: Any) -> Any:
     )
 
 
-def _wrapped(
-    runnable: Runnable[Any, Any], name: str, recover: Recover, arecover: ARecover
-) -> Runnable[Any, Any]:
-    def run(state: dict[str, Any], config: RunnableConfig) -> Any:
+class _Retried(Runnable[Any, Any]):
+    """The model node, run again once after an overflow; adds no run of its own to a trace.
+
+    A ``RunnableLambda`` around the node would open one more traced run per model call (its
+    callbacks cost about as much as the rest of memory's gate); this calls the node with the
+    config it was given, so the node's own run is the only one.
+    """
+
+    def __init__(
+        self, runnable: Runnable[Any, Any], name: str, recover: Recover, arecover: ARecover
+    ) -> None:
+        self.runnable, self.name = runnable, name
+        self.recover, self.arecover = recover, arecover
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """Run the node; after a context overflow, once more on memory's smaller window."""
+        config = config or {}
         try:
-            return runnable.invoke(state, config)
+            return self.runnable.invoke(input, config, **kwargs)
         except ContextOverflowError:
-            update = recover(state, config)
+            update = self.recover(input, config)
             if update is None:
                 raise  # nothing could be freed: retrying would overflow again
-        return with_update(update, runnable.invoke(applied(state, update), config))
+        return with_update(update, self.runnable.invoke(applied(input, update), config, **kwargs))
 
-    async def arun(state: dict[str, Any], config: RunnableConfig) -> Any:
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """Async twin of :meth:`invoke`."""
+        config = config or {}
         try:
-            return await runnable.ainvoke(state, config)
+            return await self.runnable.ainvoke(input, config, **kwargs)
         except ContextOverflowError:
-            update = await arecover(state, config)
+            update = await self.arecover(input, config)
             if update is None:
                 raise
-        return with_update(update, await runnable.ainvoke(applied(state, update), config))
-
-    return RunnableLambda(run, afunc=arun, name=name)
+        retried = await self.runnable.ainvoke(applied(input, update), config, **kwargs)
+        return with_update(update, retried)
 
 
 def recover_overflows(
@@ -111,5 +125,5 @@ def recover_overflows(
     if isinstance(spec.runnable, Pregel) or not isinstance(spec.runnable, Runnable):
         return
     builder.nodes[before] = replace(
-        spec, runnable=_wrapped(spec.runnable, before, recover, arecover)
+        spec, runnable=_Retried(spec.runnable, before, recover, arecover)
     )
