@@ -34,6 +34,7 @@ from langchain_om._config_rules import (
     to_config_error,
     tokens_or_fraction,
 )
+from langchain_om._core.observer_prompts import HintSwitch
 from langchain_om._providers import DEFAULT_MODEL
 from langchain_om.errors import OMConfigError
 
@@ -121,6 +122,15 @@ _RecallScope = Annotated[
         "Use 'resource' to search all threads of the user, 'thread' for the current one.",
     ),
 ]
+_InstructionModeChoice = Literal["append", "replace"]
+_InstructionMode = Annotated[
+    _InstructionModeChoice,
+    one_of(
+        _InstructionModeChoice,
+        "Use 'append' (the instruction follows the built-in guidance) or 'replace' (it takes "
+        "the built-in guidance's place; the output format stays).",
+    ),
+]
 _Hook = Annotated[
     Any,
     check_rule(
@@ -190,6 +200,38 @@ class ModelSettings(OptionGroup):
     """Nucleus sampling probability in (0, 1]; None leaves the provider default."""
 
 
+class ContinuationHints(OptionGroup):
+    """Which continuation hints a role writes and the agent is shown.
+
+    ``True`` (both on, the default) and ``False`` (both off) are accepted wherever this is.
+    """
+
+    current_task: StrictBool = True
+    """``<current-task>``: what the assistant is working on."""
+    suggested_response: StrictBool = True
+    """``<suggested-response>``: how the assistant should continue."""
+
+    @property
+    def switch(self) -> HintSwitch:
+        """The same choice as the core's :class:`HintSwitch`."""
+        return HintSwitch(self.current_task, self.suggested_response)
+
+
+def _hints_rule(value: Any) -> Any:
+    """``True``/``False`` for both hints, else a dict or :class:`ContinuationHints`."""
+    if isinstance(value, bool):
+        return {"current_task": value, "suggested_response": value}
+    if value is None or isinstance(value, Mapping | ContinuationHints):
+        return value
+    raise InvalidOption(
+        f"must be True, False or a dict of hints, got {brief(value)}",
+        "Use False to turn both hints off, or e.g. {'suggested_response': False}.",
+    )
+
+
+_Hints = Annotated[ContinuationHints, BeforeValidator(_hints_rule)]
+
+
 def _model_settings(temperature: float) -> BeforeValidator:
     """Validator that fills in the role's default temperature unless the user gave one."""
 
@@ -212,7 +254,20 @@ class ObservationConfig(OptionGroup):
     model: ModelSpec = None
     """Observer model spec; falls back to reflection.model, then the default model."""
     instruction: str | None = None
-    """Text appended to the Observer's system prompt."""
+    """Text appended to the Observer's system prompt (see instruction_mode)."""
+    instruction_mode: _InstructionMode = "append"
+    """How ``instruction`` is used: 'append' adds it after the built-in guidance on what to
+    record; 'replace' puts it in that guidance's place (the layout, priority marks and output
+    format stay, and the Reflector is told the guidance in effect). 'replace' needs an
+    instruction and the default prompt."""
+    continuation_hints: _Hints = Field(default_factory=ContinuationHints)
+    """Whether the Observer writes ``<current-task>`` and ``<suggested-response>`` and the
+    agent is shown them: True (both), False (neither) or e.g. ``{"suggested_response":
+    False}``. A hint that is off is asked for nowhere, never stored and never shown."""
+    observe_on_context_overflow: StrictBool = True
+    """When the agent's model call fails for exceeding its context window, observe what is
+    pending at once and retry the call once with the smaller window (agent middleware and
+    graph model node); False lets the error reach the caller."""
     thread_title: StrictBool = False
     """Let the Observer propose a short thread title and update it when the topic changes."""
     output: _Output = "text"
@@ -314,6 +369,26 @@ class ObservationConfig(OptionGroup):
     """Tool results longer than this are truncated before the Observer sees them."""
 
     @model_validator(mode="after")
+    def _check_instruction_mode(self) -> Self:
+        if self.instruction_mode != "replace":
+            return self
+        if not (self.instruction or "").strip():
+            raise InvalidOption(
+                "is 'replace' without an instruction, which would leave the Observer with no "
+                "guidance on what to record",
+                "Set observation.instruction to your guidance, or use instruction_mode='append'.",
+                option="instruction_mode",
+            )
+        if self.prompt != "default":
+            raise InvalidOption(
+                f"'replace' cannot be combined with prompt={self.prompt!r}: the compact prompt "
+                "keeps its own short rules and would not take the instruction's place",
+                "Set observation.prompt='default', or use instruction_mode='append'.",
+                option="instruction_mode",
+            )
+        return self
+
+    @model_validator(mode="after")
     def _check_against_message_tokens(self) -> Self:
         if isinstance(self.message_tokens, tuple):
             return self  # checked once the fraction is resolved against the model
@@ -374,7 +449,14 @@ class ReflectionConfig(OptionGroup):
     model: ModelSpec = None
     """Reflector model spec; falls back to observation.model, then the default model."""
     instruction: str | None = None
-    """Text appended to the Reflector's system prompt."""
+    """Text appended to the Reflector's system prompt (see instruction_mode)."""
+    instruction_mode: _InstructionMode = "append"
+    """How ``instruction`` is used: 'append' adds it after the built-in consolidation rules;
+    'replace' puts it in their place (the output format stays). 'replace' needs an
+    instruction."""
+    continuation_hints: Annotated[ContinuationHints | None, BeforeValidator(_hints_rule)] = None
+    """Whether the Reflector writes the continuation hints (as observation.continuation_hints);
+    None follows observation.continuation_hints."""
     extract: _Extractors = ()
     """Extractors run during reflection."""
     output: _Output = "text"
@@ -410,6 +492,17 @@ class ReflectionConfig(OptionGroup):
     block_after: _BlockAfter = 1.2
     """Synchronous reflection threshold: in [1, 100) a multiple of observation_tokens, 100 or
     more absolute tokens above observation_tokens."""
+
+    @model_validator(mode="after")
+    def _check_instruction_mode(self) -> Self:
+        if self.instruction_mode == "replace" and not (self.instruction or "").strip():
+            raise InvalidOption(
+                "is 'replace' without an instruction, which would leave the Reflector with no "
+                "guidance on how to consolidate",
+                "Set reflection.instruction to your guidance, or use instruction_mode='append'.",
+                option="instruction_mode",
+            )
+        return self
 
     @model_validator(mode="after")
     def _check_against_observation_tokens(self) -> Self:

@@ -105,6 +105,15 @@ class ThreadSnapshot:
     graph checkpoint (agent and graph threads)."""
     checkpoint_id: str | None = field(default=None, repr=False)
     """The checkpoint read, for agent and graph threads."""
+    title_pinned: bool = field(default=False, repr=False)
+    """The title was given by the application (``rename_thread``) and wins over the
+    Observer's until ``unpin_thread_title``."""
+
+    @property
+    def title(self) -> str | None:
+        """The thread's title: the pinned one, else the Observer's (``None`` without one)."""
+        title = self.record.get("title")
+        return title if isinstance(title, str) and title else None
 
     @property
     def observations(self) -> str:
@@ -218,6 +227,7 @@ class Runs:
             window=state.window,
             status=status,
             context=self.render(state.record),
+            title_pinned=state.title_pinned,
         )
 
 

@@ -24,6 +24,7 @@ from langchain_om._checkpoint_view import (
     thread_ids,
 )
 from langchain_om._control import refuse_in_read_only
+from langchain_om._core.dates import iso
 from langchain_om._core.record import coerce_record
 from langchain_om._core.types import OMRecord
 from langchain_om._engine_io import Runs, ThreadSnapshot, as_messages, context_messages
@@ -31,6 +32,7 @@ from langchain_om._plans.effects import Plan
 from langchain_om._plans.resource_turn import shared_view_plan
 from langchain_om._plans.standalone import StandaloneRequest, ThreadState, load_plan, step_plan
 from langchain_om._plans.storage import archived_messages_plan, forget_plan, thread_ids_plan
+from langchain_om._plans.titles import clean_title, pin_plan, titled_plan, unpin_plan
 from langchain_om._plans.types import TurnEnv, require_thread_id
 from langchain_om._plans.working_memory import (
     require_working_memory,
@@ -130,17 +132,21 @@ class StandaloneCalls:
         thread_id: str,
         messages: Sequence[MessageLikeRepresentation] | None = None,
         resource_id: str | None = None,
+        force: bool = True,
     ) -> ThreadSnapshot:
         """Observe now: add ``messages`` (if any) and observe the thread's window.
 
         ``messages`` may be anything ``convert_to_messages`` accepts (message objects,
         ``("user", "hi")`` tuples, role/content dicts, strings).
 
-        The current turn is observed too (the safe cut nearest the end: a tool call is never
-        separated from its results). Raises :class:`~langchain_om.errors.CycleFailedError` when
-        the Observer fails; nothing is removed then.
+        With ``force=True`` (the default) the window is observed below the threshold too,
+        current turn included (the safe cut nearest the end: a tool call is never separated
+        from its results); nothing about the thresholds changes for later calls. With
+        ``force=False`` it is observed only when the thresholds ask for it, as a turn would.
+        Raises :class:`~langchain_om.errors.CycleFailedError` when the Observer fails; nothing
+        is removed then.
         """
-        plan = self._step_plan(thread_id, resource_id, messages, force_observe=True)
+        plan = self._step_plan(thread_id, resource_id, messages, force_observe=force)
         return self._runs.standalone(thread_id, plan)
 
     async def aobserve(
@@ -149,9 +155,10 @@ class StandaloneCalls:
         thread_id: str,
         messages: Sequence[MessageLikeRepresentation] | None = None,
         resource_id: str | None = None,
+        force: bool = True,
     ) -> ThreadSnapshot:
         """Async twin of :meth:`observe`."""
-        plan = self._step_plan(thread_id, resource_id, messages, force_observe=True)
+        plan = self._step_plan(thread_id, resource_id, messages, force_observe=force)
         return await self._runs.astandalone(thread_id, plan)
 
     def reflect(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
@@ -197,10 +204,54 @@ class StandaloneCalls:
     ) -> Plan[ThreadState]:
         """The stored state (or ``given``, a checkpoint's), with resource scope's shared log."""
         if given is None:
-            given = yield from load_plan(self._env, thread_id, resource_id)
+            given = yield from load_plan(self._env, thread_id, resource_id)  # reads the pin
+        else:  # a checkpoint's record: its thread's pin applies all the same
+            record, pinned = yield from titled_plan(given.record)
+            given = ThreadState(record, given.window, given.status, title_pinned=pinned)
         state = given
         view = yield from cast("Plan[OMRecord]", shared_view_plan(self._env, state.record))
-        return ThreadState(view, state.window, state.status, state.jobs)
+        return ThreadState(
+            view, state.window, state.status, state.jobs, title_pinned=state.title_pinned
+        )
+
+    def rename_thread(self, thread_id: str, title: str) -> None:
+        """Give a thread a title that wins over the Observer's until it is unpinned.
+
+        Works for every front door (the title is kept in the store, beside the thread):
+        ``status`` and ``inspect`` show it at once, and each observation writes it into the
+        thread's record while the Observer's proposals (``observation.thread_title``) are kept
+        aside; no ``data-om-thread-update`` is sent for the thread while it is pinned.
+
+        Raises:
+            OMUsageError: ``title`` is not a string, is blank or is longer than 200
+                characters, or the memory is ``read_only``.
+        """
+        refuse_in_read_only(self.config, "rename_thread")
+        plan = pin_plan(thread_id, clean_title(title), now=iso(self._env.now()))
+        self._runs.locked(require_thread_id(thread_id), plan)
+
+    async def arename_thread(self, thread_id: str, title: str) -> None:
+        """Async twin of :meth:`rename_thread`."""
+        refuse_in_read_only(self.config, "arename_thread")
+        plan = pin_plan(thread_id, clean_title(title), now=iso(self._env.now()))
+        await self._runs.alocked(require_thread_id(thread_id), plan)
+
+    def unpin_thread_title(self, thread_id: str) -> bool:
+        """Let the Observer title the thread again; whether it had a pinned title.
+
+        The title stays as it is until the next observation with ``observation.thread_title``
+        on replaces it with the Observer's.
+
+        Raises:
+            OMUsageError: the memory is ``read_only``.
+        """
+        refuse_in_read_only(self.config, "unpin_thread_title")
+        return self._runs.locked(require_thread_id(thread_id), unpin_plan(thread_id))
+
+    async def aunpin_thread_title(self, thread_id: str) -> bool:
+        """Async twin of :meth:`unpin_thread_title`."""
+        refuse_in_read_only(self.config, "aunpin_thread_title")
+        return await self._runs.alocked(require_thread_id(thread_id), unpin_plan(thread_id))
 
     def forget(self, *, thread_id: str, resource_id: str | None = None) -> None:
         """Delete everything memory stored for a thread (not the graph's checkpoints).

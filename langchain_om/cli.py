@@ -196,6 +196,8 @@ def cmd_inspect(args: argparse.Namespace, console: Console) -> int:
                 "thread_id": snap.thread_id,
                 "source": snap.source,
                 "checkpoint_id": snap.checkpoint_id,
+                "title": snap.title,
+                "title_pinned": snap.title_pinned,
                 "status": snap.status.to_part()["data"],
                 "record": snap.record,
                 "extracted": snap.extracted,

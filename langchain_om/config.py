@@ -37,6 +37,7 @@ from pydantic import (
 )
 
 from langchain_om._config_parts import (
+    ContinuationHints,
     Hooks,
     IdleAfter,
     MemoryScope,
@@ -60,10 +61,12 @@ from langchain_om._config_rules import (
     to_config_error,
 )
 from langchain_om._core.acceptance import OBSERVATION_CAP_FACTOR, observation_limit
+from langchain_om._core.observer_prompts import HintSwitch
 from langchain_om._providers import DEFAULT_MODEL
 from langchain_om.errors import OMConfigError
 
 __all__ = [
+    "ContinuationHints",
     "DEFAULT_MODEL",
     "Hooks",
     "ModelSettings",
@@ -272,6 +275,22 @@ class ObservationalMemoryConfig(OptionGroup):
         buffer_tokens = self.observation.buffer_tokens
         active = self.enabled and not self.read_only
         return active and self.scope == "thread" and buffer_tokens is not False
+
+    @property
+    def observer_hints(self) -> HintSwitch:
+        """The continuation hints the Observer writes (observation.continuation_hints)."""
+        return self.observation.continuation_hints.switch
+
+    @property
+    def reflector_hints(self) -> HintSwitch:
+        """The continuation hints the Reflector writes (its own setting, else the Observer's)."""
+        own = self.reflection.continuation_hints
+        return self.observer_hints if own is None else own.switch
+
+    @property
+    def shown_hints(self) -> HintSwitch:
+        """The continuation hints the agent is shown: those some role writes."""
+        return self.observer_hints.union(self.reflector_hints)
 
     @property
     def observer_model_spec(self) -> Any:

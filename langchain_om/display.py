@@ -96,6 +96,11 @@ def render_windows(status: StatusEvent, *, width: int = 24) -> str:
     )
 
 
+def _pinned(snapshot: SnapshotLike) -> bool:
+    """Whether the snapshot's title was pinned by the application (``rename_thread``)."""
+    return bool(getattr(snapshot, "title_pinned", False))
+
+
 def _hints(record: Mapping[str, Any]) -> list[tuple[str, str]]:
     hints = record.get("hints") or {}
     return [(label, str(hints[key])) for key, label in _HINT_LABELS.items() if hints.get(key)]
@@ -139,7 +144,7 @@ def render_text(
     groups = list(record.get("groups") or [])
     head = f"Thread {snapshot.thread_id!r} · generation {record.get('generation', 0)}"
     if record.get("title"):
-        head += f" · {record['title']}"
+        head += f" · {record['title']}" + (" (pinned)" if _pinned(snapshot) else "")
     out = [head, render_windows(snapshot.status, width=width)]
     counts = f"window: {len(snapshot.window)} unobserved messages"
     if archived is not None:
@@ -206,6 +211,8 @@ def render_html(snapshot: SnapshotLike, *, archived: int | None = None) -> str:
     record = snapshot.record
     status = snapshot.status
     title = html.escape(str(record.get("title") or ""))
+    if title and _pinned(snapshot):
+        title += " (pinned)"
     parts = [
         # The card sets its own background and text colour, so it reads the same whatever the
         # notebook theme (light text inherited from a dark theme would vanish on it).

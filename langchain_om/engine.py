@@ -477,6 +477,7 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
                 count=self.counter.count_text,
                 preamble=self.config.preamble,
                 working_memory=working_memory_text(self._extractors, rec),
+                hints=self.config.shown_hints,
                 # resource scope's view of the shared log has no source ranges to show
                 show_ranges=False if self.config.scope == "resource" else None,
             )

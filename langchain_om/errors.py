@@ -72,8 +72,13 @@ class MissingProviderError(ModelResolutionError, ImportError):
 class ModelTierExceededError(ObservationalMemoryError):
     """Raised when input is larger than the largest tier of a ``ModelByInputTokens``.
 
-    The OM cycle aborts; nothing is removed from context.
+    The OM cycle aborts; nothing is removed from context. Its failure reason code is
+    ``tier-exceeded``. An agent's or graph's turn goes on without observing (whatever
+    ``observation.failure_policy`` says); an explicit ``observe()`` raises.
     """
+
+    reason = "tier-exceeded"
+    """The failure reason code events and hooks report."""
 
     def __init__(self, message: str, *, input_tokens: int, largest_tier: int) -> None:
         super().__init__(message)

@@ -151,7 +151,8 @@ class _CycleFailedEvent(_CycleEvent):
     ``degenerate``, ``ungrounded``, ``uninformative``, ``model-error``; reflections a
     retention reason (``not-smaller``,
     ``too-small``, ``lost-dates``, ``lost-priorities``, ``lost-facts``, ``empty``,
-    ``degenerate``) or ``model-error``; ``backoff`` when failure_policy applied while backing
+    ``degenerate``) or ``model-error``; ``tier-exceeded`` (either) when the input is above the
+    largest ``ModelByInputTokens`` tier; ``backoff`` when failure_policy applied while backing
     off after earlier failures."""
     retention: float | None = None
     """Reflections: the best retention figure among the rejected attempts (0-1)."""

@@ -12,6 +12,12 @@
 The OM record lives under the ``om_record`` key of the graph state (JSON-native), so the
 checkpointer persists it and time travel or a fork rewinds memory with the messages.
 
+With ``observation.observe_on_context_overflow`` (on by default) the model node is wrapped:
+when it raises ``ContextOverflowError``, memory observes what is pending and the node runs
+once more on the smaller window (:mod:`langchain_om._graph_overflow`). A run whose config
+says ``configurable={"langchain_om": {"enabled": False}}`` skips memory: the gate only takes
+memory's message out of ``messages`` and routes straight to the model node.
+
 Example:
     >>> from langgraph.graph import START, MessagesState, StateGraph
     >>> from langchain_om import ObservationalMemory, add_observational_memory
@@ -39,9 +45,12 @@ from langgraph.graph import StateGraph
 from langgraph.graph.message import add_messages
 
 from langchain_om._graph_commands import route_commands_through
+from langchain_om._graph_overflow import recover_overflows
 from langchain_om._plans.graph_state import (
     WindowSplit,
+    memory_enabled,
     memory_message_id,
+    memory_removed,
     merge_memory,
     run_configurable,
     run_ids,
@@ -145,9 +154,15 @@ class _Nodes:
     # -- nodes ----------------------------------------------------------------------------
 
     def node(self, **flags: Any) -> Any:
-        """A node running the engine step with ``flags`` (sync and async over one update)."""
+        """A node running the engine step with ``flags`` (sync and async over one update).
+
+        With memory off for the request (``configurable["langchain_om"]["enabled"]``), the
+        node takes memory's message out of ``messages`` and changes nothing else.
+        """
 
         def run(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+            if not memory_enabled(config):
+                return memory_removed(state.get("messages", []))
             store = run_store()
             record = self.memory.read_state(state, store=store)
             split, args = self._args(state, config, record)
@@ -156,6 +171,8 @@ class _Nodes:
             return update
 
         async def arun(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+            if not memory_enabled(config):
+                return memory_removed(state.get("messages", []))
             store = run_store()
             record = await self.memory.aread_state(state, store=store)
             split, args = self._args(state, config, record)
@@ -165,9 +182,41 @@ class _Nodes:
 
         return RunnableLambda(run, afunc=arun)
 
+    def overflow(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any] | None:
+        """After the model node overflowed: the update of a step that freed context, if any."""
+        if not memory_enabled(config):
+            return None
+        store = run_store()
+        record = self.memory.read_state(state, store=store)
+        split, args = self._args(state, config, record)
+        outcome = self.memory.step(**args, context_overflow=True)
+        if not outcome.removed:
+            return None
+        update = self._update(state, split, outcome)
+        self.memory.keep_state(update, state, store=store)
+        return update
+
+    async def aoverflow(
+        self, state: dict[str, Any], config: RunnableConfig
+    ) -> dict[str, Any] | None:
+        """Async twin of :meth:`overflow`."""
+        if not memory_enabled(config):
+            return None
+        store = run_store()
+        record = await self.memory.aread_state(state, store=store)
+        split, args = self._args(state, config, record)
+        outcome = await self.memory.astep(**args, context_overflow=True)
+        if not outcome.removed:
+            return None
+        update = self._update(state, split, outcome)
+        await self.memory.akeep_state(update, state, store=store)
+        return update
+
     # -- routers --------------------------------------------------------------------------
 
     def route_gate(self, state: dict[str, Any], config: RunnableConfig) -> str:
+        if not memory_enabled(config):
+            return self.before
         record = state_fields(state)  # thresholds read counts, not the log: no store read
         split = split_messages(state.get("messages", []))
         actor = self._actor(config)
@@ -238,6 +287,8 @@ def add_observational_memory(
     }
     route_commands_through(builder, before, GATE)
     nodes = _Nodes(memory, before, actor_model, merge=merge_system_message)
+    if memory.config.observation.observe_on_context_overflow:
+        recover_overflows(builder, before, nodes.overflow, nodes.aoverflow)
     schema: Any = ObservationalMemoryGraphState
     # The gate only activates and starts background work; the cycle nodes emit no status.
     gate = nodes.node(sync_cycles=False)

@@ -35,6 +35,7 @@ from langgraph.types import Command
 
 from langchain_om._engine_io import EndTurnOptions
 from langchain_om._plans.graph_state import (
+    memory_enabled,
     run_configurable,
     run_ids,
     split_messages,
@@ -121,10 +122,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
     def _step_args(
         self, state: dict[str, Any], runtime: Runtime[Any], record: Any
     ) -> dict[str, Any]:
-        try:
-            config = get_config()
-        except RuntimeError:
-            config = {}
+        config = _run_config()
         thread_id, resource_id = run_ids(config, runtime)
         split = split_messages(state.get("messages", []))
         writer = getattr(runtime, "stream_writer", None)
@@ -235,11 +233,17 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
     ) -> ModelResponse | ExtendedModelResponse[Any]:
         """Run the OM step, then call the model with the memory context and the window.
 
+        With ``configurable={"langchain_om": {"enabled": False}}`` in the run config the
+        call goes to the model as it came: no step, no memory context, nothing written.
+
         When the call raises ``ContextOverflowError``, memory observes synchronously (see
         ``context_overflow`` of :meth:`ObservationalMemory.step`, reported as
         ``data-om-context-overflow``) and the call is retried once with the smaller window; the
-        error propagates when nothing could be freed or the retry overflows too.
+        error propagates when nothing could be freed, the retry overflows too, or
+        ``observation.observe_on_context_overflow`` is off.
         """
+        if not memory_enabled(_run_config()):
+            return handler(request)  # memory is off for this request: the call as it came
         store = run_store(request.runtime)
         prepared = self._reused(request)
         if prepared is None:
@@ -249,6 +253,8 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         try:
             return self._response(handler(self._sent(request, prepared)), prepared)
         except ContextOverflowError:
+            if not self.memory.config.observation.observe_on_context_overflow:
+                raise
             recovery = self.memory.step(**self._overflow_args(request, prepared))
             if not recovery.removed:
                 raise  # nothing could be freed: retrying would overflow again
@@ -262,6 +268,8 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse | ExtendedModelResponse[Any]:
         """Async twin of :meth:`wrap_model_call`."""
+        if not memory_enabled(_run_config()):
+            return await handler(request)
         store = run_store(request.runtime)
         prepared = self._reused(request)
         if prepared is None:
@@ -272,12 +280,22 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         try:
             return self._response(await handler(self._sent(request, prepared)), prepared)
         except ContextOverflowError:
+            if not self.memory.config.observation.observe_on_context_overflow:
+                raise
             recovery = await self.memory.astep(**self._overflow_args(request, prepared))
             if not recovery.removed:
                 raise  # nothing could be freed: retrying would overflow again
         prepared = self._recovered(request, prepared, recovery)
         await self.memory.akeep_state(prepared.update, request.state, store=store)
         return self._response(await handler(self._sent(request, prepared)), prepared)
+
+
+def _run_config() -> Mapping[str, Any]:
+    """The config of the run this call belongs to (empty outside a run)."""
+    try:
+        return get_config()
+    except RuntimeError:
+        return {}
 
 
 def _rewrites(messages: Sequence[Any]) -> bool:
@@ -310,6 +328,8 @@ class _IdleBufferingMiddleware(ObservationalMemoryMiddleware):
         self, state: ObservationalMemoryState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """At turn end, buffer what is left (``observation.buffer_on_idle``)."""
+        if not memory_enabled(_run_config()):
+            return None
         record = self.memory.read_state(state, store=run_store(runtime))
         self.memory.end_turn(**self._turn_end(state, runtime, record))
         return None
@@ -318,6 +338,8 @@ class _IdleBufferingMiddleware(ObservationalMemoryMiddleware):
         self, state: ObservationalMemoryState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Async twin of :meth:`after_agent`."""
+        if not memory_enabled(_run_config()):
+            return None
         record = await self.memory.aread_state(state, store=run_store(runtime))
         await self.memory.aend_turn(**self._turn_end(state, runtime, record))
         return None

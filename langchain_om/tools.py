@@ -35,7 +35,13 @@ from langchain_om._core.recall import json_text
 from langchain_om._core.record import coerce_record
 from langchain_om._core.tokens import TokenCounter
 from langchain_om._plans.effects import Executor, ModelCall, Plan, run_async, run_sync
-from langchain_om._plans.graph_state import record_update, run_ids, split_messages, state_fields
+from langchain_om._plans.graph_state import (
+    memory_enabled,
+    record_update,
+    run_ids,
+    split_messages,
+    state_fields,
+)
 from langchain_om._plans.recall import (
     Caller,
     RecallInput,
@@ -195,6 +201,8 @@ def create_recall_tool(
         return recall_plan(settings, caller, args)
 
     def run(config: RunnableConfig, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+        if not memory_enabled(config):
+            return json_text(MEMORY_OFF), MEMORY_OFF
         try:
             result = run_sync(plan_for(config, kwargs), executor())
         except Exception as exc:  # the tool answers; it never raises into the agent
@@ -202,6 +210,8 @@ def create_recall_tool(
         return json_text(result), result
 
     async def arun(config: RunnableConfig, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+        if not memory_enabled(config):
+            return json_text(MEMORY_OFF), MEMORY_OFF
         try:
             result = await run_async(plan_for(config, kwargs), executor())
         except Exception as exc:  # the tool answers; it never raises into the agent
@@ -217,6 +227,15 @@ def create_recall_tool(
         response_format="content_and_artifact",
         handle_validation_error=_validation_message,
     )
+
+
+MEMORY_OFF = {
+    "error": "Memory is off for this request, so there is nothing to recall. Answer from the "
+    "conversation as it is."
+}
+"""The recall tool's answer when the run config turns memory off for the request."""
+MEMORY_OFF_EDIT = "Memory is off for this request; nothing was read or changed."
+"""The memory tool's answer when the run config turns memory off for the request."""
 
 
 def _error_result(exc: Exception) -> dict[str, Any]:
@@ -356,11 +375,15 @@ def create_memory_tool(memory: WorkingMemoryOwner) -> BaseTool:
         action: Literal["find", "correct", "delete", "update_working_memory"],
         state: Annotated[dict[str, Any], InjectedState],
         tool_call_id: Annotated[str, InjectedToolCallId],
+        config: RunnableConfig,
         query: str | None = None,
         line_id: str | None = None,
         text: str | None = None,
         fields: dict[str, Any] | None = None,
     ) -> Any:
+        if not memory_enabled(config):
+            reply = ToolMessage(MEMORY_OFF_EDIT, tool_call_id=tool_call_id, name=MEMORY_TOOL_NAME)
+            return Command(update={"messages": [reply]})
         store = run_store()
         answer, new = _memory_edit(
             memory,

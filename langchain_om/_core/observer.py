@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -25,7 +25,13 @@ from langchain_om._core.dates import format_date, parse_date_header
 from langchain_om._core.degenerate import is_degenerate
 from langchain_om._core.markup import neutralise
 from langchain_om._core.observer_input import FormattedHistory
-from langchain_om._core.observer_prompts import OBSERVER_SYSTEM_PROMPT
+from langchain_om._core.observer_prompts import (
+    ALL_HINTS,
+    NO_HINTS,
+    HintSwitch,
+    InstructionMode,
+    observer_system_prompt,
+)
 from langchain_om._core.truncation import TruncatedObservations
 
 __all__ = [
@@ -37,6 +43,7 @@ __all__ = [
     "parse_observer_output",
     "split_sections",
     "tag_name",
+    "without_hints",
 ]
 
 MAX_LINE_CHARS = 10_000
@@ -50,7 +57,6 @@ BUILTIN_SECTIONS: tuple[str, ...] = (
 )
 """Output sections with a fixed meaning (extractor slugs must differ from these)."""
 
-_CUSTOM_HEADING = "## Custom Instructions"
 _TRUNCATED = "… [truncated]"
 
 # --------------------------------------------------------------------------------------------
@@ -75,6 +81,8 @@ def build_observer_messages(
     thread_title: bool,
     skip_continuation_hints: bool = False,
     extractors: Sequence[tuple[str, str]] = (),
+    instruction_mode: InstructionMode = "append",
+    hints: HintSwitch = ALL_HINTS,
 ) -> list[BaseMessage]:
     """The Observer's prompt: ``[SystemMessage, HumanMessage]``.
 
@@ -83,17 +91,21 @@ def build_observer_messages(
         previous: The budgeted view of the existing log (``None`` or empty = none).
         prior_hints: Last values: ``current-task``, ``suggested-response``, ``thread-title``
             and extractor slugs (snake_case keys are accepted too).
-        instruction: ``observation.instruction``, appended to the system prompt.
+        instruction: ``observation.instruction``, appended to the system prompt, or in place
+            of its guidance on what to record (``instruction_mode="replace"``).
         thread_title: Ask for a ``<thread-title>`` (and show the prior title).
-        skip_continuation_hints: Ask for observations only (background buffering).
+        skip_continuation_hints: Ask for no hints this time (background buffering); the
+            system prompt stays the same, so the prompt cache serves both kinds of call.
         extractors: ``(slug, instructions)`` of inline extractors, one section each.
+        instruction_mode: ``observation.instruction_mode`` (see
+            :func:`~langchain_om._core.observer_prompts.observer_system_prompt`).
+        hints: The continuation hints asked for (and shown from last time); the others are
+            named nowhere in the prompt.
 
     Returns:
         The system message and ONE human message (text, then attachments, then the task).
     """
-    system = OBSERVER_SYSTEM_PROMPT
-    if instruction and instruction.strip():
-        system = f"{system}\n\n{_CUSTOM_HEADING}\n\n{instruction.strip()}"
+    system = observer_system_prompt(instruction, instruction_mode, hints)
 
     sections: list[str] = []
     if previous is not None and previous.text.strip():
@@ -118,21 +130,27 @@ def build_observer_messages(
             "below, and do not restate what earlier parts of the conversation must have covered."
         )
 
-    hints = {_hint_key(k): v for k, v in prior_hints.items() if isinstance(v, str) and v.strip()}
-    if not thread_title:
-        hints.pop("thread-title", None)
+    prior = {_hint_key(k): v for k, v in prior_hints.items() if isinstance(v, str) and v.strip()}
+    for key, on in (
+        ("thread-title", thread_title),
+        ("current-task", hints.current_task),
+        ("suggested-response", hints.suggested_response),
+    ):
+        if not on:
+            prior.pop(key, None)
     builtin: tuple[str, ...] = ("current-task", "suggested-response", "thread-title")
-    ordered = [k for k in builtin if k in hints]
-    ordered += [k for k in hints if k not in ordered]
+    ordered = [k for k in builtin if k in prior]
+    ordered += [k for k in prior if k not in ordered]
     if ordered:
-        rows = "\n".join(f"- prior {key}: {_one_line(hints[key])}" for key in ordered)
+        rows = "\n".join(f"- prior {key}: {_one_line(prior[key])}" for key in ordered)
         sections.append(f"## Prior Thread Metadata\n\n{rows}")
 
     sections.append(
         "## New Messages to Observe\n\n" + (history.text.strip() or "(no new messages)")
     )
     head = "\n\n".join(sections)
-    task = _task_text(thread_title, skip_continuation_hints, extractors, hints)
+    asked = NO_HINTS if skip_continuation_hints else hints
+    task = _task_text(thread_title, asked, extractors, prior)
 
     content: str | list[str | dict[str, Any]]
     if history.attachments:
@@ -157,7 +175,7 @@ def build_observer_messages(
 
 def _task_text(
     thread_title: bool,
-    skip_hints: bool,
+    asked: HintSwitch,
     extractors: Sequence[tuple[str, str]],
     hints: Mapping[str, str],
 ) -> str:
@@ -165,11 +183,12 @@ def _task_text(
         '- <observations>: new observations for the messages under "New Messages to '
         'Observe", under `Date:` headers.'
     ]
-    if not skip_hints:
+    if asked.current_task:
         rows.append(
             "- <current-task>: what the assistant is working on at the end of these messages "
             "(Primary, and Secondary if any)."
         )
+    if asked.suggested_response:
         rows.append("- <suggested-response>: how the assistant should continue from here.")
     if thread_title:
         keep = (
@@ -192,7 +211,7 @@ def _task_text(
     lead = (
         "Record what is new in the messages above. Always write the <observations> block, "
         "even when the new messages add little."
-        if skip_hints
+        if not asked.any
         else "Record what is new in the messages above; do not repeat previous observations."
     )
     return (
@@ -413,6 +432,21 @@ def parse_observer_output(
         extracted=extracted,
         degenerate=False,
         raw=raw,
+    )
+
+
+def without_hints(output: ObserverOutput, hints: HintSwitch) -> ObserverOutput:
+    """``output`` without the continuation hints ``hints`` turns off.
+
+    A model may write a hint section it was not asked for (a structured schema has the fields,
+    the compact prompt its own layout); a hint that is off is never kept.
+    """
+    if hints.current_task and hints.suggested_response:
+        return output
+    return replace(
+        output,
+        current_task=output.current_task if hints.current_task else None,
+        suggested_response=output.suggested_response if hints.suggested_response else None,
     )
 
 

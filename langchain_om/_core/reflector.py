@@ -28,7 +28,13 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_om._core.degenerate import is_degenerate
 from langchain_om._core.markup import neutralise
 from langchain_om._core.observer import ObserverOutput
-from langchain_om._core.observer_prompts import OBSERVATION_FORMAT_GUIDE
+from langchain_om._core.observer_prompts import (
+    ALL_HINTS,
+    NO_HINTS,
+    HintSwitch,
+    InstructionMode,
+    observation_guide,
+)
 from langchain_om._core.retention import RetentionReason, check_reflection
 from langchain_om._core.types import ObservationGroup, OMRecord
 from langchain_om.errors import ReflectorOutputError
@@ -49,6 +55,7 @@ __all__ = [
     "build_reflector_messages",
     "churn_guard_after",
     "compression_start_level",
+    "reflector_system_prompt",
     "select_reflection_slice",
     "should_reflect",
 ]
@@ -113,31 +120,78 @@ useless to the assistant.
 - Keep a priority marker on every line. Never invent facts, never add commentary about the \
 log, and never add lines that are not supported by it."""
 
-_OUTPUT_FORMAT = """\
+_OUTPUT_INTRO = """\
 ## Output
 
 Write the consolidated log inside one <observations> block. After it, write where the \
-conversation stands at the end of the log:
+conversation stands at the end of the log:"""
 
+_OUTPUT_LOG = """\
 <observations>
 Date: Nov 28, 2026
 * 🔴 (09:10) ...
 * ✅ (11:45) ...
-</observations>
+</observations>"""
 
+_OUTPUT_TASK = """\
 <current-task>
 What the assistant is working on now, and anything it still owes the user.
-</current-task>
+</current-task>"""
 
+_OUTPUT_RESPONSE = """\
 <suggested-response>
 What the assistant should say or do next when the conversation continues.
-</suggested-response>
+</suggested-response>"""
 
-Output nothing outside these blocks."""
 
-REFLECTOR_SYSTEM_PROMPT = "\n\n".join(
-    [_REFLECTOR_ROLE, OBSERVATION_FORMAT_GUIDE.strip(), _CONSOLIDATION_RULES, _OUTPUT_FORMAT]
-)
+def _output_format(hints: HintSwitch) -> str:
+    if not hints.any:
+        return (
+            "## Output\n\nWrite the consolidated log inside one <observations> block:\n\n"
+            f"{_OUTPUT_LOG}\n\nOutput nothing outside this block."
+        )
+    parts = [_OUTPUT_INTRO, _OUTPUT_LOG]
+    parts += [_OUTPUT_TASK] if hints.current_task else []
+    parts += [_OUTPUT_RESPONSE] if hints.suggested_response else []
+    return "\n\n".join([*parts, "Output nothing outside these blocks."])
+
+
+_CONSOLIDATION_HEADING = "## How to consolidate"
+_CUSTOM_HEADING = "## Custom Instructions"
+
+
+def reflector_system_prompt(
+    instruction: str | None = None,
+    mode: InstructionMode = "append",
+    *,
+    observer_instruction: str | None = None,
+    observer_mode: InstructionMode = "append",
+    hints: HintSwitch = ALL_HINTS,
+) -> str:
+    """The Reflector's system prompt.
+
+    The Reflector is shown the rules for observation lines the Observer follows
+    (:func:`~langchain_om._core.observer_prompts.observation_guide` of the Observer's
+    ``observer_instruction`` in ``observer_mode``), so that a log written to the application's
+    guidance is condensed by it too. ``instruction`` (``reflection.instruction``) is appended
+    under a heading, or with ``mode="replace"`` stands in place of the built-in consolidation
+    rules (the role and the output format stay). The output format names only the hints that
+    ``hints`` turns on. The defaults give :data:`REFLECTOR_SYSTEM_PROMPT`.
+    """
+    text = (instruction or "").strip()
+    guide = observation_guide(observer_instruction, observer_mode).strip()
+    rules = (
+        f"{_CONSOLIDATION_HEADING}\n\n{text}"
+        if text and mode == "replace"
+        else _CONSOLIDATION_RULES
+    )
+    prompt = "\n\n".join([_REFLECTOR_ROLE, guide, rules, _output_format(hints)])
+    if text and mode == "append":
+        prompt += f"\n\n{_CUSTOM_HEADING}\n\n{text}"
+    return prompt
+
+
+REFLECTOR_SYSTEM_PROMPT = reflector_system_prompt()
 """System prompt of the Reflector (the user's ``reflection.instruction`` is appended to it)."""
 
 COMPRESSION_GUIDANCE: dict[int, str] = {
@@ -188,6 +242,10 @@ def build_reflector_messages(
     target_tokens: int,
     skip_continuation_hints: bool = False,
     guidance: str | None = None,
+    instruction_mode: InstructionMode = "append",
+    observer_instruction: str | None = None,
+    observer_mode: InstructionMode = "append",
+    hints: HintSwitch = ALL_HINTS,
 ) -> list[BaseMessage]:
     """The messages of one Reflector call: a system message and ONE human message.
 
@@ -200,10 +258,21 @@ def build_reflector_messages(
         skip_continuation_hints: ask for the ``<observations>`` block only (buffered
             reflection, whose hints would be stale by the time it is activated).
         guidance: extra guidance for this run (manual ``reflect(guidance=...)``).
+        instruction_mode: ``reflection.instruction_mode`` (see :func:`reflector_system_prompt`).
+        observer_instruction: ``observation.instruction``, so the Reflector knows the guidance
+            the log was written to.
+        observer_mode: ``observation.instruction_mode``.
+        hints: the continuation hints the system prompt describes and the task asks for
+            (``skip_continuation_hints`` asks for none, with the same system prompt, so the
+            provider's prompt cache serves buffered and synchronous calls alike).
     """
-    system = REFLECTOR_SYSTEM_PROMPT
-    if instruction and instruction.strip():
-        system += "\n\n## Custom Instructions\n\n" + instruction.strip()
+    system = reflector_system_prompt(
+        instruction,
+        instruction_mode,
+        observer_instruction=observer_instruction,
+        observer_mode=observer_mode,
+        hints=hints,
+    )
 
     level = _clamp_level(level)
     log = neutralise(observations.strip(), dates=False)
@@ -212,18 +281,22 @@ def build_reflector_messages(
         "Rewrite the observations above as one consolidated log, following your instructions. "
         f"Keep the result under about {max(target_tokens, 0)} tokens."
     )
-    if skip_continuation_hints:
-        task += (
-            " Output only the <observations> block: no <current-task> and no <suggested-response>."
-        )
-    else:
-        task += " Then write <current-task> and <suggested-response> for the end of the log."
+    task += _hint_request(NO_HINTS if skip_continuation_hints else hints)
     parts.append(task)
     if COMPRESSION_GUIDANCE[level]:
         parts.append(COMPRESSION_GUIDANCE[level])
     if guidance and guidance.strip():
         parts.extend(["## Specific Guidance", guidance.strip()])
     return [SystemMessage(content=system), HumanMessage(content="\n\n".join(parts))]
+
+
+def _hint_request(hints: HintSwitch) -> str:
+    if not hints.any:
+        return " Output only the <observations> block, and nothing else."
+    if hints.current_task and hints.suggested_response:
+        return " Then write <current-task> and <suggested-response> for the end of the log."
+    tag = "<current-task>" if hints.current_task else "<suggested-response>"
+    return f" Then write {tag} for the end of the log, and no other section."
 
 
 def _clamp_level(level: int) -> int:

@@ -50,6 +50,7 @@ from langchain_om._core.dates import (
     year_label,
 )
 from langchain_om._core.markup import MEMORY_TAGS, line_openings, neutralise
+from langchain_om._core.observer_prompts import ALL_HINTS, HintSwitch
 from langchain_om._core.preamble import render_preamble, template_text
 from langchain_om._core.types import OM_META_KEY, ObservationGroup, OMRecord
 from langchain_om.errors import OMUsageError
@@ -63,13 +64,14 @@ __all__ = [
     "annotate_relative_time",
     "bounded_groups",
     "hidden_note",
+    "memory_preamble",
     "render_memory",
 ]
 
 MEMORY_MESSAGE_KIND = "memory"
 """``response_metadata["langchain_om"]["kind"]`` of the memory system message."""
 
-MEMORY_PREAMBLE = """\
+_PREAMBLE = """\
 The <observations> block below is your memory. It was written while you talked with this \
 user: it covers earlier parts of THIS conversation whose messages are no longer shown to you, \
 and any past conversations with the same user. Treat it as things you remember, not as \
@@ -85,11 +87,35 @@ has already passed most likely happened; treat it that way unless the observatio
 otherwise.
 - Priorities: 🔴 important facts about the user and open goals, 🟡 useful detail, 🟢 minor \
 detail, ✅ done.
+{hints}- Do not mention this memory, observations, or the system that keeps them. Continue the \
+conversation naturally, as someone who remembers it."""
+
+_HINTS_LINES = {
+    (True, True): """\
 - <current-task> is what you were working on and <suggested-response> is a hint for how to \
 continue. The user's latest message always takes priority over both, and over anything else \
 in memory.
-- Do not mention this memory, observations, or the system that keeps them. Continue the \
-conversation naturally, as someone who remembers it."""
+""",
+    (True, False): """\
+- <current-task> is what you were working on. The user's latest message always takes \
+priority over it, and over anything else in memory.
+""",
+    (False, True): """\
+- <suggested-response> is a hint for how to continue. The user's latest message always takes \
+priority over it, and over anything else in memory.
+""",
+    (False, False): """\
+- The user's latest message always takes priority over anything in memory.
+""",
+}
+
+
+def memory_preamble(hints: HintSwitch = ALL_HINTS) -> str:
+    """The usage guidance, naming only the continuation hints that are on."""
+    return _PREAMBLE.format(hints=_HINTS_LINES[hints.current_task, hints.suggested_response])
+
+
+MEMORY_PREAMBLE = memory_preamble()
 """The usage guidance that opens the memory context."""
 
 RANGES_NOTE = """\
@@ -159,6 +185,7 @@ def render_memory(
     count: Callable[[str], int] | None = None,
     preamble: str | None = None,
     working_memory: str | None = None,
+    hints: HintSwitch = ALL_HINTS,
 ) -> MemoryContext:
     """Render a record as the memory context for the agent's model.
 
@@ -178,6 +205,8 @@ def render_memory(
         preamble: a custom preamble template (see :mod:`langchain_om._core.preamble`) in
             place of the built-in guidance.
         working_memory: the working-memory document, shown in its own block after the log.
+        hints: the continuation hints shown (``observation.continuation_hints``); a hint that
+            is off is neither shown nor named in the preamble, even when the record holds one.
 
     Returns:
         The context; empty (no blocks) when the record has no groups and no hints. Contexts
@@ -186,7 +215,7 @@ def render_memory(
         the same object, byte-identical by construction; do not mutate its ``blocks``.
     """
     today = _today(now, timezone or record.get("timezone"))
-    hints = record["hints"]
+    shown = _shown_hints(record, hints)
     # Everything the context depends on, as a hashable key: a model call that changes neither
     # the record's log and hints nor the day renders nothing (the hit is the same object).
     key = (
@@ -194,8 +223,9 @@ def render_memory(
             (g["id"], g["kind"], g["text"], tuple(g["range"]) if g["range"] else None)
             for g in record["groups"]
         ),
-        hints.get("current_task") or "",
-        hints.get("suggested_response") or "",
+        shown.get("current_task") or "",
+        shown.get("suggested_response") or "",
+        hints,
         today,
         retrieval if show_ranges is None else show_ranges,
         recall_instructions,
@@ -207,7 +237,7 @@ def render_memory(
     context = _RENDERED.get(key)
     if context is None:
         context = _render(
-            record,
+            {**record, "hints": shown},  # type: ignore[typeddict-item]
             today,
             retrieval,
             recall_instructions,
@@ -215,11 +245,23 @@ def render_memory(
             preamble,
             working_memory,
             (max_observation_tokens, count),
+            hints,
         )
         if len(_RENDERED) >= _RENDERED_MAX:
             _RENDERED.clear()
         _RENDERED[key] = context
     return context
+
+
+def _shown_hints(record: OMRecord, hints: HintSwitch) -> dict[str, Any]:
+    """The record's hints that ``hints`` shows (the title is never part of the context)."""
+    stored = record["hints"]
+    return {
+        k: v
+        for k, v in stored.items()
+        if (k != "current_task" or hints.current_task)
+        and (k != "suggested_response" or hints.suggested_response)
+    }
 
 
 _RENDERED: dict[tuple[Any, ...], MemoryContext] = {}
@@ -235,6 +277,7 @@ def _render(
     preamble: str | None,
     working_memory: str | None,
     bound: tuple[int | None, Callable[[str], int] | None] = (None, None),
+    hints: HintSwitch = ALL_HINTS,
 ) -> MemoryContext:
     max_observation_tokens, count = bound
     groups = record["groups"]
@@ -247,7 +290,7 @@ def _render(
         return MemoryContext(blocks=[])
     ranges = retrieval if show_ranges is None else show_ranges
 
-    guidance = MEMORY_PREAMBLE
+    guidance = memory_preamble(hints)
     if ranges and groups:
         guidance += "\n\n" + RANGES_NOTE
     if recall_instructions and recall_instructions.strip():

@@ -19,6 +19,7 @@ Modules:
     resource: resource scope: parallel batches (``Gather``) and compare-and-set commits.
     resource_turn: one thread's step in resource scope.
     standalone: a thread's record and window kept in the store (no graph).
+    titles: pinned thread titles (``rename_thread``) and their place in the record.
     recall: the recall tool's modes (messages, threads, search) and its input model.
     storage: the store layout: every namespace and the ops on it.
     graph_state: how OM lives in graph state (record key, window split, state update).

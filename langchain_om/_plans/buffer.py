@@ -38,6 +38,7 @@ from langchain_om._plans.storage import (
     reflection_delete_op,
     reflection_put_op,
 )
+from langchain_om._plans.titles import titled_plan
 from langchain_om._plans.transforms import archived_messages
 from langchain_om._plans.types import ActivationTrigger, TurnEnv, TurnInput, emit_event
 from langchain_om.errors import ObserverOutputError
@@ -167,7 +168,7 @@ def activation_plan(
     count = sum(len(c["message_ids"]) for c in chunks)
     batch, rest = window[:count], window[count:]
     now = iso(env.now())
-    new = _with_chunks(env, record, chunks, now)
+    new, _ = yield from titled_plan(_with_chunks(env, record, chunks, now))
     ctx = {
         "thread_id": inp.thread_id,
         "resource_id": inp.resource_id,

@@ -151,6 +151,8 @@ class Cycle:
     """Model calls the cycle made (retries and ladder steps included)."""
     output_tokens: int = 0
     """Output tokens of those calls (the provider's count, else the stream's estimate)."""
+    title_pinned: bool = False
+    """The thread's title is pinned (``rename_thread``): the Observer's does not show."""
 
     def context(self) -> dict[str, Any]:
         """The ``ctx`` argument of the transform hooks."""
@@ -278,7 +280,7 @@ def run_cycle(cycle: Cycle, body: CycleBody) -> Plan[OMRecord]:
         return new
     cycle.emit(_end_event(cycle, done))
     record = cycle.record
-    if new.get("title") and new.get("title") != record.get("title"):
+    if new.get("title") and new.get("title") != record.get("title") and not cycle.title_pinned:
         cycle.emit(
             ThreadUpdateEvent(
                 cycle_id=cycle.cycle_id,

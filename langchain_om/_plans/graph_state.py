@@ -25,7 +25,7 @@ from langchain_om._core.types import OM_META_KEY
 from langchain_om._plans.effects import Plan, StoreBatch
 from langchain_om._plans.storage import group_get_ops, group_put_ops
 from langchain_om._plans.types import TurnOutcome
-from langchain_om.errors import StorageError
+from langchain_om.errors import OMUsageError, StorageError
 
 OM_STATE_KEY = "om_record"
 """Graph-state key holding the JSON-native OM record."""
@@ -253,6 +253,19 @@ def split_messages(messages: Sequence[BaseMessage]) -> WindowSplit:
     return WindowSplit(head=head, memory=memory, window=window)
 
 
+def memory_removed(messages: Sequence[BaseMessage]) -> dict[str, Any]:
+    """The update that takes memory's message out of ``messages`` (``{}`` without one).
+
+    A user system message memory was merged into gets its own content back (same id); OM's
+    own memory message is removed. The next step with memory puts it back.
+    """
+    memory = split_messages(messages).memory
+    if memory is None or not memory.id:
+        return {}
+    base = _merged_base(memory)
+    return {"messages": [base if base is not None else RemoveMessage(id=memory.id)]}
+
+
 def state_update(
     outcome: TurnOutcome,
     messages: Sequence[BaseMessage],
@@ -334,6 +347,46 @@ def run_configurable(config: Any) -> dict[str, Any]:
     if not isinstance(configurable, dict):
         return {}
     return {k: v for k, v in configurable.items() if not str(k).startswith("__")}
+
+
+REQUEST_KEY = "langchain_om"
+"""``configurable`` key of the per-request options (``{"enabled": False}``: no memory)."""
+
+_REQUEST_OPTIONS = ("enabled",)
+
+
+def memory_enabled(config: Any) -> bool:
+    """Whether memory runs for this request.
+
+    Not when the run config says ``configurable={"langchain_om": {"enabled": False}}`` (see
+    :data:`REQUEST_KEY`).
+
+    Raises:
+        OMUsageError: the per-request options are not a dict of known options, or
+            ``enabled`` is not a bool (a typo must not run a turn with memory silently on).
+    """
+    configurable = config.get("configurable") if isinstance(config, Mapping) else None
+    if not isinstance(configurable, Mapping) or REQUEST_KEY not in configurable:
+        return True
+    options = configurable[REQUEST_KEY]
+    where = f"configurable[{REQUEST_KEY!r}]"
+    if not isinstance(options, Mapping):
+        raise OMUsageError(
+            f"The per-request memory options {where} must be a dict, got "
+            f"{type(options).__name__}: pass e.g. {{{REQUEST_KEY!r}: {{'enabled': False}}}}.",
+        )
+    unknown = sorted(str(k) for k in options if k not in _REQUEST_OPTIONS)
+    if unknown:
+        raise OMUsageError(
+            f"Unknown per-request memory option(s) {', '.join(map(repr, unknown))} in {where}; "
+            f"the only one is 'enabled' (e.g. {{'enabled': False}} runs the turn without memory).",
+        )
+    enabled = options.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise OMUsageError(
+            f"{where}['enabled'] must be True or False, got {enabled!r}.",
+        )
+    return enabled
 
 
 def step_number(window: Sequence[BaseMessage]) -> int:

@@ -28,6 +28,7 @@ from langchain_om._core.observer import (
     ObserverOutput,
     build_observer_messages,
     parse_observer_output,
+    without_hints,
 )
 from langchain_om._core.observer_input import format_messages_for_observer
 from langchain_om._core.output_budget import observer_budget
@@ -45,6 +46,7 @@ from langchain_om._plans.cycles import Cycle, logger, run_cycle
 from langchain_om._plans.effects import Plan, reply_text
 from langchain_om._plans.extract import extract_plan
 from langchain_om._plans.storage import observed_plan
+from langchain_om._plans.titles import titled_plan
 from langchain_om._plans.transforms import after_observation, archived_messages, before_observation
 from langchain_om._plans.types import TurnEnv, TurnInput
 from langchain_om.config import ObservationalMemoryConfig
@@ -58,15 +60,19 @@ LOOP_RETRY_TEMPERATURE = 0.0
 
 
 def previous_view(
-    env: TurnEnv, record: OMRecord, pending_texts: Sequence[str] = ()
+    env: TurnEnv, record: OMRecord, pending_texts: Sequence[str] = (), *, hidden: bool = False
 ) -> TruncatedObservations | None:
-    """The previous observations the Observer is shown (budgeted; buffered chunks last)."""
+    """The previous observations the Observer is shown (budgeted; buffered chunks last).
+
+    ``hidden`` shows none of them (only how many there are): the Observer's input must fit
+    the largest model tier.
+    """
     text = log_text(record["groups"])
     if pending_texts:
         text = "\n\n".join(t for t in (text, BUFFERED_MARKER, *pending_texts) if t)
     if not text:
         return None
-    budget = env.config.observation.previous_observer_tokens
+    budget = 0 if hidden else env.config.observation.previous_observer_tokens
     return truncate_observations(
         text, None if budget is False else int(budget), env.counter.count_text
     )
@@ -125,6 +131,7 @@ def call_observer(
     *,
     pending_texts: Sequence[str] = (),
     message_max_tokens: int | None = None,
+    hide_previous: bool = False,
 ) -> Plan[ObserverOutput]:
     """Ask the Observer about ``batch`` and accept only real observations.
 
@@ -133,7 +140,8 @@ def call_observer(
     before the loop, which cover the messages up to the last one they are drawn from
     (``covered``). A rejected reply (:func:`~langchain_om._core.acceptance.judge_observation`)
     is retried once with a format reminder (a looping one also at a lower temperature), then
-    the cycle fails.
+    the cycle fails. ``hide_previous`` leaves the previous observations out of the prompt (see
+    :func:`previous_view`).
 
     Raises:
         ObserverOutputError: both replies were rejected; ``reason`` holds the reason code.
@@ -157,12 +165,14 @@ def call_observer(
     context = {**cycle.context(), "source": "observation"}
     prompt = build_observer_messages(
         history=history,
-        previous=previous_view(env, record, pending_texts),
+        previous=previous_view(env, record, pending_texts, hidden=hide_previous),
         prior_hints={
             **{k: str(v) for k, v in record["hints"].items()},
             **prior_values(extractors, record["extracted"]),
         },
         instruction=cfg.observation.instruction,
+        instruction_mode=cfg.observation.instruction_mode,
+        hints=cfg.observer_hints,
         thread_title=cfg.observation.thread_title,
         extractors=[(e.slug, e.text(context)) for e in extractors],
     )
@@ -212,7 +222,11 @@ def call_observer(
         covered = None if verdict.covered is None else _covered_in(batch, seen, verdict.covered)
         if verdict.accepted and covered != -1:
             cycle.outcome = "salvaged" if verdict.salvaged else "accepted"
-            accepted = replace(parsed, observations=verdict.observations, covered=covered)
+            accepted = replace(
+                without_hints(parsed, cfg.observer_hints),
+                observations=verdict.observations,
+                covered=covered,
+            )
             kept = _without_invented_tools(accepted, batch)
             text = yield from after_observation(env, cycle.context(), kept.observations)
             return replace(kept, observations=text)
@@ -246,6 +260,9 @@ PART_MARGIN = 0.8
 MAX_SPLIT_DEPTH = 4
 """How often a part that still does not fit is split again (with a smaller budget)."""
 
+MIN_PART_TOKENS = 64
+"""The least room for messages a tier must leave beside the prompt for a split to be tried."""
+
 
 def observe_in_parts(
     cycle: Cycle,
@@ -254,6 +271,7 @@ def observe_in_parts(
     pending_texts: Sequence[str] = (),
     message_max_tokens: int | None = None,
     depth: int = 0,
+    hide_previous: bool = False,
 ) -> Plan[ObserverOutput]:
     """:func:`call_observer` on ``batch``, in parts when it is too large for one call.
 
@@ -262,34 +280,72 @@ def observe_in_parts(
     is larger than the largest ``ModelByInputTokens`` tier, the batch is split at safe cut
     points (:func:`~langchain_om._core.window.split_batch`) into parts aiming at
     :data:`PART_MARGIN` of the room the tier leaves (a part that still does not fit is split
-    again, a single message is cut in the middle). Parts are observed in turn and joined in
-    order, the hints of the last part winning. A part that covers only some of its messages,
-    or fails after earlier parts succeeded, ends the cycle: the joined output covers the
-    messages up to there.
+    again, a single message is cut in the middle). When the previous observations leave no
+    room (less than :data:`MIN_PART_TOKENS`), the prompt is sent without them
+    (:func:`previous_view` with ``hidden``) before anything is split. Parts are observed in
+    turn and joined in order, the hints of the last part winning. A part that covers only
+    some of its messages, or fails after earlier parts succeeded, ends the cycle: the joined
+    output covers the messages up to there.
 
     Raises:
-        ModelTierExceededError: even the prompt without messages is above the largest tier.
+        ModelTierExceededError: even the prompt without messages or previous observations is
+            above the largest tier (the turn goes on without observing; see
+            :func:`~langchain_om._plans.turn.turn_plan`).
         ObserverOutputError: the first part's replies were rejected.
     """
     counter = cycle.env.counter
     sizes = [counter.count_messages([m]) for m in batch]
     part = cycle.env.observer_part_tokens(sum(sizes))
     if depth == 0 and part is not None and sum(sizes) > part and len(batch) > 1:
-        return (yield from _observe_parts(cycle, batch, split_batch(batch, sizes, part), None))
+        ends = split_batch(batch, sizes, part)
+        return (
+            yield from _observe_parts(
+                cycle, batch, ends, None, hide_previous=hide_previous, pending_texts=pending_texts
+            )
+        )
     try:
         return (
             yield from call_observer(
-                cycle, batch, pending_texts=pending_texts, message_max_tokens=message_max_tokens
+                cycle,
+                batch,
+                pending_texts=pending_texts,
+                message_max_tokens=message_max_tokens,
+                hide_previous=hide_previous,
             )
         )
     except ModelTierExceededError as exc:
         overhead = max(0, exc.input_tokens - counter.count_messages(batch))
         budget = int((exc.largest_tier - overhead) * PART_MARGIN)
-        if budget < 64 or not batch or depth >= MAX_SPLIT_DEPTH:
+        if budget < MIN_PART_TOKENS and not hide_previous and cycle.record["groups"]:
+            hide_previous = True  # the previous observations take the room: show none
+            budget = 0
+        elif budget < MIN_PART_TOKENS or not batch or depth >= MAX_SPLIT_DEPTH:
             raise
+    if budget < MIN_PART_TOKENS:  # try the whole batch again, with the lighter prompt
+        return (
+            yield from observe_in_parts(
+                cycle,
+                batch,
+                pending_texts=pending_texts,
+                message_max_tokens=message_max_tokens,
+                depth=depth + 1,
+                hide_previous=True,
+            )
+        )
     ends = split_batch(batch, sizes, budget)
     clip = budget // 2 if len(ends) == 1 else message_max_tokens
-    return (yield from _observe_parts(cycle, batch, ends, clip, depth=depth, budget=budget))
+    return (
+        yield from _observe_parts(
+            cycle,
+            batch,
+            ends,
+            clip,
+            depth=depth,
+            budget=budget,
+            hide_previous=hide_previous,
+            pending_texts=pending_texts,
+        )
+    )
 
 
 def _observe_parts(
@@ -300,6 +356,8 @@ def _observe_parts(
     *,
     depth: int = 0,
     budget: int | None = None,
+    hide_previous: bool = False,
+    pending_texts: Sequence[str] = (),
 ) -> Plan[ObserverOutput]:
     """Observe the parts of ``batch`` ending at ``ends`` in order (:func:`observe_in_parts`)."""
     outputs: list[ObserverOutput] = []
@@ -309,7 +367,12 @@ def _observe_parts(
         part_clip = budget // 2 if budget is not None and len(part) == 1 else clip
         try:
             out = yield from observe_in_parts(
-                cycle, part, message_max_tokens=part_clip, depth=depth + 1
+                cycle,
+                part,
+                pending_texts=pending_texts,
+                message_max_tokens=part_clip,
+                depth=depth + 1,
+                hide_previous=hide_previous,
             )
         except ObserverOutputError:
             if not outputs:
@@ -406,6 +469,7 @@ def observe_plan(
             now=now,
         )
         new["extracted"] = persist(env.extractors, record["extracted"], found.values)
+        new, cycle.title_pinned = yield from titled_plan(new)
         # Archive first: the messages leave the window only after they are stored.
         seen = cycle.seen if parsed.covered is None else None
         kept = yield from archived_messages(env, cycle.context(), taken, seen)

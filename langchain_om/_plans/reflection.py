@@ -48,11 +48,16 @@ def call_reflector(
         input_tokens=cycle.tokens,
         input_text=text_in,
     )
+    cfg = env.config
     while (level := ladder.next_level()) is not None:
         prompt = build_reflector_messages(
             observations=text_in,
             level=level,
-            instruction=env.config.reflection.instruction,
+            instruction=cfg.reflection.instruction,
+            instruction_mode=cfg.reflection.instruction_mode,
+            observer_instruction=cfg.observation.instruction,
+            observer_mode=cfg.observation.instruction_mode,
+            hints=cfg.reflector_hints,
             target_tokens=target,
             skip_continuation_hints=skip_continuation_hints,
         )
@@ -106,7 +111,11 @@ def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecor
             covered_group_ids=covered,
             now=iso(env.now()),
             new_group_id=stable_id(record["record_id"], "ref", record["generation"] + 1, *covered),
-            suggested_response=best.output.suggested_response,
+            suggested_response=(
+                best.output.suggested_response
+                if env.config.reflector_hints.suggested_response
+                else None
+            ),
         )
         new["reflection_suppressed_at_tokens"] = churn_guard_after(
             best.tokens, threshold, new["observation_tokens"]

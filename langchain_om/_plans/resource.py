@@ -30,7 +30,11 @@ from typing import Any, TypeVar
 from langchain_core.messages import BaseMessage
 
 from langchain_om._core.dates import iso, message_time
-from langchain_om._core.observer import build_observer_messages, parse_observer_output
+from langchain_om._core.observer import (
+    build_observer_messages,
+    parse_observer_output,
+    without_hints,
+)
 from langchain_om._core.observer_input import FormattedHistory, format_messages_for_observer
 from langchain_om._core.output_budget import observer_budget, reflector_budget
 from langchain_om._core.record import new_id
@@ -256,6 +260,9 @@ def reflect_resource_plan(
         observations=text,
         level=compression_start_level(env.model_id("reflector", env.counter.count_text(text))),
         instruction=instruction,
+        instruction_mode=cfg.instruction_mode,
+        observer_instruction=env.config.observation.instruction,
+        observer_mode=env.config.observation.instruction_mode,
         target_tokens=max(1, cfg.observation_tokens_abs // 2),
         skip_continuation_hints=True,
     )
@@ -425,6 +432,8 @@ def _observe_batch(
         previous=previous,
         prior_hints=record["hints"],
         instruction=instruction,
+        instruction_mode=cfg.observation.instruction_mode,
+        hints=cfg.observer_hints,
         thread_title=False,
     )
     batch_tokens = sum(env.counter.count_messages(m) for m in threads.values())
@@ -448,7 +457,7 @@ def _observe_batch(
             raw=reply_text(result),
             reason="degenerate" if stopped["reason"] == "loop" else "oversized",
         )
-    parsed = parse_observer_output(reply_text(result))
+    parsed = without_hints(parse_observer_output(reply_text(result)), cfg.observer_hints)
     hints = {
         k: v
         for k, v in (

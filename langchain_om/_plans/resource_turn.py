@@ -42,7 +42,7 @@ from langchain_om._core.resource import (
 )
 from langchain_om._core.types import OMRecord
 from langchain_om._core.window import observation_cut
-from langchain_om._plans.cycles import status_event
+from langchain_om._plans.cycles import failure_reason, status_event
 from langchain_om._plans.effects import HookCall
 from langchain_om._plans.resource import (
     ResourcePlan,
@@ -52,8 +52,19 @@ from langchain_om._plans.resource import (
     save_pending_plan,
 )
 from langchain_om._plans.storage import observed_plan
-from langchain_om._plans.types import TurnEnv, TurnInput, TurnOutcome, emit_event
-from langchain_om.errors import CycleFailedError, OMConfigError, OMUsageError
+from langchain_om._plans.types import (
+    TurnEnv,
+    TurnInput,
+    TurnOutcome,
+    emit_event,
+    recovers_overflow,
+)
+from langchain_om.errors import (
+    CycleFailedError,
+    ModelTierExceededError,
+    OMConfigError,
+    OMUsageError,
+)
 from langchain_om.events import ObservationEndEvent, ObservationFailedEvent, ObservationStartEvent
 
 logger = logging.getLogger("langchain_om")
@@ -159,7 +170,7 @@ def _observe_due(
 ) -> ResourcePlan[ResourceRecord]:
     """Observe every thread's unobserved messages when they reach the threshold."""
     seen = observed_ids(shared)
-    forced = inp.force_observe or inp.context_overflow
+    forced = inp.force_observe or recovers_overflow(env, inp)
     # Other threads' stored messages are taken whole, up to a safe cut (never a tool call
     # without its result): their last turn was answered, or is answered from their own window.
     todo = {
@@ -297,6 +308,7 @@ class _Cycle:
             duration_ms=self._ms(),
             tokens_attempted=self.tokens,
             error=error_summary(exc).text(),
+            reason=failure_reason(exc),
         )
         emit_event(self.env, self.inp, event)
         yield from self._hook(True, error=exc)
@@ -312,7 +324,8 @@ def _failed(
         thread_id=inp.thread_id,
     )
     error.__cause__ = exc
-    if env.config.observation.failure_policy == "raise":
+    tripwire = isinstance(exc, ModelTierExceededError) and inp.trigger != "manual"
+    if env.config.observation.failure_policy == "raise" and not tripwire:
         raise error
     _carry_on(out, error, exc, _OBSERVATION_FAILED, inp.thread_id)
     return shared

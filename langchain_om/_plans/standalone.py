@@ -20,8 +20,10 @@ from langchain_om._plans.storage import (
     migrate_legacy_plan,
     state_get_op,
     state_put_op,
+    title_pin_get_op,
     unpack_state,
 )
+from langchain_om._plans.titles import pinned_title, with_pin
 from langchain_om._plans.turn import idle_plan, turn_plan
 from langchain_om._plans.types import (
     BackgroundJob,
@@ -55,6 +57,8 @@ class ThreadState:
     window: list[BaseMessage]
     status: StatusEvent | None = None
     jobs: list[BackgroundJob] = field(default_factory=list)
+    title_pinned: bool = False
+    """The record's title is the one the application pinned (``rename_thread``)."""
 
 
 def merge_messages(window: list[BaseMessage], messages: Sequence[BaseMessage]) -> None:
@@ -87,7 +91,7 @@ def load_plan(
         OMUsageError: ``resource_id`` is given and the thread belongs to another resource.
     """
     yield from migrate_legacy_plan(thread_id, resource_id)
-    (item,) = yield StoreBatch([state_get_op(thread_id)])
+    item, pin = yield StoreBatch([state_get_op(thread_id), title_pin_get_op(thread_id)])
     record_data, window = unpack_state(item)
     record = coerce_record(record_data)
     if record is not None:
@@ -102,7 +106,8 @@ def load_plan(
             timezone=env.timezone,
             now=iso(env.now()),
         )
-    return ThreadState(record, window)
+    pinned = pinned_title(pin)
+    return ThreadState(with_pin(record, pinned), window, title_pinned=pinned is not None)
 
 
 def step_plan(env: TurnEnv, req: StandaloneRequest) -> Plan[ThreadState]:
@@ -127,7 +132,13 @@ def step_plan(env: TurnEnv, req: StandaloneRequest) -> Plan[ThreadState]:
         if req.messages:  # keep what the caller gave us, then report the failure
             yield StoreBatch([state_put_op(req.thread_id, state.record, state.window)])
         raise
-    done = ThreadState(outcome.record, outcome.window, outcome.status, outcome.jobs)
+    done = ThreadState(
+        outcome.record,
+        outcome.window,
+        outcome.status,
+        outcome.jobs,
+        title_pinned=state.title_pinned,
+    )
     if env.config.observation.buffer_on_idle and req.trigger == "turn-sync":
         idle = yield from idle_plan(env, replace(inp, record=done.record, window=done.window))
         started = {j.key for j in done.jobs}

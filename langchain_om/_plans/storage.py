@@ -16,6 +16,8 @@ Namespaces (all under ``"langchain_om"``):
 * ``("langchain_om", "groups", <thread_id>)`` — the observation groups of a thread whose record
   lives in graph state, key = the group's content key (immutable: a changed group is a new
   key), so a checkpoint names its log by keys and forks never overwrite each other's groups.
+* ``("langchain_om", "titles", <thread_id>)`` key ``"pinned"`` — the title the application gave
+  the thread (``rename_thread``); it wins over the Observer's until unpinned.
 * ``("langchain_om", "search", <resource_id or "_">)`` — documents for the store's vector index
   (archived messages and observation groups), written when ``retrieval.vector`` is on.
 
@@ -131,6 +133,22 @@ def backoff_get_op(thread_id: str) -> GetOp:
 def backoff_put_op(thread_id: str, state: Mapping[str, Any] | None) -> PutOp:
     """Put op storing (``None``: deleting) a thread's observation backoff."""
     return PutOp(backoff_ns(thread_id), "current", dict(state) if state else None, index=False)
+
+
+def titles_ns(thread_id: str) -> tuple[str, ...]:
+    """Namespace of a thread's pinned title (key ``"pinned"``)."""
+    return (ROOT, "titles", thread_label(thread_id))
+
+
+def title_pin_get_op(thread_id: str) -> GetOp:
+    """Get op for a thread's pinned title."""
+    return GetOp(titles_ns(thread_id), "pinned")
+
+
+def title_pin_put_op(thread_id: str, title: str | None, *, pinned_at: str = "") -> PutOp:
+    """Put op pinning ``title`` as the thread's title (``None``: unpinning it)."""
+    value = {"title": title, "pinned_at": pinned_at} if title is not None else None
+    return PutOp(titles_ns(thread_id), "pinned", value, index=False)
 
 
 def buffer_backoff_get_op(thread_id: str) -> GetOp:
@@ -673,7 +691,12 @@ def forget_plan(thread_id: str, resource_id: str | None) -> Plan[None]:
         yield StoreBatch([PutOp(search, item.key, None) for item in items])
     pending = [pending_delete_op(resource_id, thread_id)] if resource_id else []
     yield StoreBatch(
-        [state_delete_op(thread_id), PutOp(threads_ns(resource_id), thread_id, None), *pending]
+        [
+            state_delete_op(thread_id),
+            PutOp(threads_ns(resource_id), thread_id, None),
+            title_pin_put_op(thread_id, None),
+            *pending,
+        ]
     )
 
 

@@ -80,8 +80,9 @@ from langchain_om._plans.types import (
     TurnInput,
     TurnOutcome,
     emit_event,
+    recovers_overflow,
 )
-from langchain_om.errors import CycleFailedError
+from langchain_om.errors import CycleFailedError, ModelTierExceededError
 from langchain_om.events import ContextOverflowEvent
 
 BLOCK_WAIT_SECONDS = 60.0
@@ -293,7 +294,7 @@ def _observe(step: _Step) -> Plan[None]:
     reports what it freed.
     """
     yield from _observe_due(step)
-    if step.inp.context_overflow:
+    if recovers_overflow(step.env, step.inp):
         emit_event(
             step.env,
             step.inp,
@@ -316,7 +317,7 @@ def _observe_due(step: _Step) -> Plan[None]:
     """
     env, inp, out = step.env, step.inp, step.out
     sync_at = step.block_after if (step.buffering and env.running(step.obs_key)) else step.threshold
-    forced = inp.force_observe or inp.context_overflow
+    forced = inp.force_observe or recovers_overflow(env, inp)
     if not (forced or step.trigger_tokens >= sync_at):
         return
     block_after = env.config.observation.block_after_tokens
@@ -343,13 +344,9 @@ def _observe_due(step: _Step) -> Plan[None]:
     try:
         out.record = yield from observe_plan(env, inp, out.record, batch)
     except CycleFailedError as exc:
-        failed = with_failure(
-            with_backoff(out.record, stored),
-            exc,
-            now=step.now,
-            reason=failure_reason(exc.__cause__ or exc),
-        )
-        if raising:
+        reason = failure_reason(exc.__cause__ or exc)
+        failed = with_failure(with_backoff(out.record, stored), exc, now=step.now, reason=reason)
+        if raising and not _goes_on(inp, reason):
             # The turn raises, so its state is not saved: keep the backoff in the store.
             yield StoreBatch([backoff_put_op(inp.thread_id, backoff_state(failed))])
             raise
@@ -402,9 +399,20 @@ def _fail_backing_off(step: _Step, reason: str | None, wait: float) -> None:
     )
     cycle.emit(cycle.failed(message, reason=reason or "model-error"))
     error = CycleFailedError(message, operation="observation", thread_id=inp.thread_id)
-    if env.config.observation.failure_policy == "raise":
+    if env.config.observation.failure_policy == "raise" and not _goes_on(inp, reason):
         raise error
     out.errors.append(error)
+
+
+def _goes_on(inp: TurnInput, reason: str | None) -> bool:
+    """Whether a turn goes on after a failed observation whatever ``failure_policy`` says.
+
+    An input above the largest ``ModelByInputTokens`` tier (that no split could bring under
+    it) is a limit of the configuration, not a passing fault: an agent's or graph's turn goes
+    on with the messages in the window (the failure is reported as an event, and the
+    observation is retried after its backoff); an explicit ``observe()`` still raises.
+    """
+    return reason == ModelTierExceededError.reason and inp.trigger != "manual"
 
 
 def _buffer_job(

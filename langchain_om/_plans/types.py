@@ -139,6 +139,11 @@ def require_thread_id(thread_id: str | None) -> str:
     return thread_id
 
 
+def recovers_overflow(env: TurnEnv, inp: TurnInput) -> bool:
+    """Whether this step frees context after an overflow (``observe_on_context_overflow``)."""
+    return inp.context_overflow and env.config.observation.observe_on_context_overflow
+
+
 def emit_event(env: TurnEnv, inp: TurnInput, event: OMEvent) -> None:
     """Send ``event`` to the engine's listener and to the step's own, if any."""
     env.emit(event)

@@ -137,3 +137,37 @@ def test_per_tenant_schema_example_picks_the_schema_from_the_run_config(
     out = run_example("per_tenant_schema.py", capsys)
     assert "travel (ana): {'destination': 'Kyoto'}" in out
     assert "todo (ben): {'tasks': ['call']}" in out
+
+
+def test_custom_guidance_example_replaces_the_guidance_and_drops_the_hints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = run_example("custom_guidance.py", capsys)
+    assert "Observer follows the application's guidance: True" in out
+    assert "built-in guidance left out: True" in out
+    assert number(r"Reflector calls: (\d+)", out) >= 1
+    assert "Reflector knows the Observer's guidance: True" in out
+    assert "context shows observations: True" in out and "context shows hints: False" in out
+
+
+def test_context_overflow_example_recovers_and_goes_on(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("context_overflow.py", capsys)
+    assert number(r"overflows recovered: (\d+)", out) == 1
+    assert number(r"messages freed: (\d+)", out) == number(r"observed: (\d+)", out) > 0
+    assert "forced observation: True" in out
+    assert "turn answered: Noted. · failure reasons: ['tier-exceeded']" in out
+
+
+def test_memory_off_example_calls_and_writes_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("memory_off.py", capsys)
+    assert "memory calls in the request: 0" in out
+    assert "store writes in the request: 0" in out
+    assert "memory context shown: False" in out and "memory context shown again: True" in out
+
+
+def test_pinned_title_example_keeps_the_users_title(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("pinned_title.py", capsys)
+    first = number(r"Observer's title: Topic number (\d+)", out)
+    assert "after more observations: Allotment plans · pinned: True" in out
+    assert number(r"the Observer proposed: Topic number (\d+)", out) > first
+    assert number(r"unpinned: Topic number (\d+) · pinned: False", out) > first

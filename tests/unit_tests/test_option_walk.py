@@ -107,6 +107,8 @@ class Script:
     """Index the store (``HashEmbeddings``): ``retrieval.vector`` needs one."""
     search: str | None = None
     """After the turns, run the recall tool's ``mode="search"`` with this query."""
+    overflow_at: int | None = None
+    """Turn whose step reports that the agent's model call overflowed its context."""
 
 
 def _turn(i: int) -> list[BaseMessage]:
@@ -207,7 +209,12 @@ def _drive(memory: ObservationalMemory, script: Script, clock: Clock, out: list[
         else:
             window = window + _turn(i)
             step = memory.step(
-                thread_id="t", window=window, record=record, resource_id="u", actor_model=actor
+                thread_id="t",
+                window=window,
+                record=record,
+                resource_id="u",
+                actor_model=actor,
+                context_overflow=i == script.overflow_at,
             )
             record, window = step.record, step.window
         if script.background:
@@ -351,6 +358,27 @@ TABLE: list[Changes | Refused] = [
     # observation
     Changes("observation.model", {}, _obs(model=memory_model(words=3))),
     Changes("observation.instruction", {}, _obs(instruction="Mind the topics.")),
+    Changes(
+        "observation.instruction_mode",
+        _obs(instruction="Mind the topics."),
+        _obs(instruction="Mind the topics.", instruction_mode="replace"),
+    ),
+    Changes(
+        "observation.continuation_hints.current_task",
+        {},
+        _obs(continuation_hints={"current_task": False}),
+    ),
+    Changes(
+        "observation.continuation_hints.suggested_response",
+        {},
+        _obs(continuation_hints={"suggested_response": False}),
+    ),
+    Changes(
+        "observation.observe_on_context_overflow",
+        {},
+        _obs(observe_on_context_overflow=False),
+        Script(overflow_at=1, turns=3),
+    ),
     Changes("observation.thread_title", {}, _obs(thread_title=True)),
     Changes("observation.output", {}, _obs(output="structured")),
     Changes("observation.prompt", {}, _obs(prompt="compact")),
@@ -403,6 +431,22 @@ TABLE: list[Changes | Refused] = [
     # reflection
     Changes("reflection.model", {}, _ref(model=memory_model(words=3, keep=1.0))),
     Changes("reflection.instruction", {}, _ref(instruction="Keep the topics.")),
+    Changes(
+        "reflection.instruction_mode",
+        _ref(instruction="Keep the topics."),
+        _ref(instruction="Keep the topics.", instruction_mode="replace"),
+    ),
+    Changes("reflection.continuation_hints", {}, _ref(continuation_hints=False)),
+    Changes(
+        "reflection.continuation_hints.current_task",
+        {},
+        _ref(continuation_hints={"current_task": False}),
+    ),
+    Changes(
+        "reflection.continuation_hints.suggested_response",
+        {},
+        _ref(continuation_hints={"suggested_response": False}),
+    ),
     Changes(
         "reflection.extract",
         {},

@@ -64,6 +64,7 @@ PINNED: dict[str, list[str]] = {
         "main",
     ],
     "langchain_om.config": [
+        "ContinuationHints",
         "DEFAULT_MODEL",
         "Hooks",
         "ModelSettings",
