@@ -1,9 +1,9 @@
 """Whether an observation line is supported by the messages it claims to observe.
 
-A line is *grounded* when what it says can be found in the batch: every name it uses and every
-number (other than dates and clock times, which the Observer derives from message dates) occurs
-in the batch's messages, and enough of its content words occur in one message (or two adjacent
-ones). The message that supports it best is the line's *support*: when a reply was cut short,
+A line is *grounded* when what it says can be found in the batch: it makes a claim (at least
+:data:`MIN_CLAIM_WORDS` content words, names and numbers), every name it uses and every number
+(other than dates and clock times, which the Observer derives from message dates) occurs in the
+batch's messages, and enough of its content words occur in one message (or two adjacent ones). The message that supports it best is the line's *support*: when a reply was cut short,
 the messages up to the last supported one are the ones its lines cover.
 
 Words are compared by a crude stem (``swimming`` ~ ``swim``, ``counseling`` ~ ``counselor``):
@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "MIN_CLAIM_WORDS",
     "Grounding",
     "Sources",
     "content_terms",
@@ -98,6 +99,10 @@ _NUMBER_WORDS = {
     "twice": "2",
 }
 _STEM_CHARS = 5
+
+MIN_CLAIM_WORDS = 3
+"""A grounded line says something: at least this many content words, names and numbers
+(``Tomasz: I'm not sure what to do`` says nothing that could be checked)."""
 
 
 def _stem(word: str) -> str:
@@ -214,7 +219,13 @@ class Sources:
                     best, support = share, index
                 if paired > best + 1e-9:
                     best, support = paired, index + 1
-        grounded = bool(terms) and best >= min_overlap and not missing_names and not missing_numbers
+        claims = len(terms) + len(numbers)
+        grounded = (
+            claims >= MIN_CLAIM_WORDS
+            and best >= min_overlap
+            and not missing_names
+            and not missing_numbers
+        )
         return Grounding(line, grounded, support, best, missing_names, missing_numbers)
 
     def known_terms(self, lines: Iterable[str]) -> set[str]:

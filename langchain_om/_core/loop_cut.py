@@ -11,7 +11,7 @@ limit, changing a time or a count on every line. Judging the reply afterwards
   skipped. A block of up to
   :data:`MAX_PERIOD` keys repeated back to back :data:`RUN_REPEATS` times, or one key of at
   least :data:`KEY_MIN_CHARS` characters seen :data:`SCATTERED_REPEATS` times anywhere, is a
-  loop;
+  loop (a block of :data:`LONG_UNIT_CHARS` or more, twice in a row);
 - **in-line loops** (inside one long line or a JSON string): the end of the text, digits
   masked, is one piece of :data:`MIN_UNIT_CHARS` to :data:`MAX_UNIT_CHARS` characters written
   :data:`RUN_REPEATS` times in a row;
@@ -40,6 +40,7 @@ from langchain_om._core.degenerate import Loop, content_words, loop_key, support
 __all__ = [
     "CHECK_EVERY_CHARS",
     "KEY_MIN_CHARS",
+    "LONG_UNIT_CHARS",
     "MAX_PERIOD",
     "MAX_UNIT_CHARS",
     "MIN_UNIT_CHARS",
@@ -57,6 +58,10 @@ RUN_REPEATS = 3
 """A block (of lines, or of characters within a line) written this many times in a row is a
 loop. Faithful observations rarely repeat a whole line three times in a row once times and
 numbers are masked; when the source does, the source excuses it."""
+
+LONG_UNIT_CHARS = 120
+"""A block of lines at least this long (its keys' characters) is a loop when written twice in
+a row: faithful observations do not repeat that much text back to back."""
 
 SCATTERED_REPEATS = 4
 """One line key seen this many times anywhere in the reply is a loop (unless supported)."""
@@ -212,11 +217,15 @@ class StreamCut:
     def _run_loop(self) -> bool:
         keys = [key for key, _ in self._keys]
         n = len(keys)
-        for period in range(1, min(MAX_PERIOD, n // RUN_REPEATS) + 1):
+        for period in range(1, min(MAX_PERIOD, n // 2) + 1):
             unit = keys[n - period :]
-            if any(keys[n - (r + 1) * period : n - r * period] != unit for r in range(RUN_REPEATS)):
+            # A long block written twice in a row is already a loop; a short one, three times.
+            need = 2 if sum(len(k) for k in unit) >= LONG_UNIT_CHARS else RUN_REPEATS
+            if n < need * period:
                 continue
-            repeats, first = RUN_REPEATS, n - RUN_REPEATS * period
+            if any(keys[n - (r + 1) * period : n - r * period] != unit for r in range(need)):
+                continue
+            repeats, first = need, n - need * period
             while first - period >= 0 and keys[first - period : first] == unit:
                 repeats += 1
                 first -= period

@@ -12,8 +12,8 @@ fixture of raw replies) and replays each Observer reply exactly as memory would 
 
 :func:`check_lines` then checks each accepted line against the messages with a rule of its
 own, simpler than memory's (whole words, no stemming): every capitalised name and number of
-the line occurs in the batch, and one message (or up to three adjacent ones: small models glue
-messages together) holds at least half of the line's words. It is
+the line occurs in the batch, the line has two content words at least, and one message (or up
+to three adjacent ones: small models glue messages together) holds at least half of its words. It is
 the independent check the README's small-model table reports. It checks against the batch and
 the previous observations the prompt showed (a line copied from those is true, though not new;
 memory drops the copies the log holds).
@@ -245,5 +245,6 @@ def check_lines(lines: Iterable[str], messages: Sequence[str]) -> list[LineCheck
                 here = len(words & _words(window)) / len(words) if words else 0.0
                 if here > share + 1e-9:
                     best, share = window, here
-        out.append(LineCheck(line, share >= 0.5 and not missing, best, share, tuple(missing)))
+        ok = share >= 0.5 and not missing and len(words) >= 2
+        out.append(LineCheck(line, ok, best, share, tuple(missing)))
     return out
