@@ -3,8 +3,9 @@
 A line is *grounded* when what it says can be found in the batch: it makes a claim (at least
 :data:`MIN_CLAIM_WORDS` content words, names and numbers), every name it uses and every number
 (other than dates and clock times, which the Observer derives from message dates) occurs in the
-batch's messages, and enough of its content words occur in one message (or two adjacent ones). The message that supports it best is the line's *support*: when a reply was cut short,
-the messages up to the last supported one are the ones its lines cover.
+batch's messages, and enough of its content words occur in one message (or two adjacent ones).
+The message that supports it best is the line's *support*: when a reply was cut short, the
+messages up to the last supported one are the ones its lines cover.
 
 Words are compared by a crude stem (``swimming`` ~ ``swim``, ``counseling`` ~ ``counselor``):
 the comparison only has to tell copied or paraphrased content from invented content, and the
