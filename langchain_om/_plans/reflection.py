@@ -13,6 +13,7 @@ from typing import Any
 
 from langchain_om._core.dates import iso
 from langchain_om._core.observer import parse_observer_output
+from langchain_om._core.output_budget import reflector_budget
 from langchain_om._core.record import log_text, stable_id
 from langchain_om._core.reflector import (
     LadderResult,
@@ -39,7 +40,11 @@ def call_reflector(
     target: int,
     skip_continuation_hints: bool = False,
 ) -> Plan[LadderResult]:
-    """Condense ``groups`` with the compression ladder (escalating until it fits)."""
+    """Condense ``groups`` with the compression ladder (escalating until it fits).
+
+    Each attempt streams under the Reflector's output budget and stops as soon as it loops; a
+    stopped reply is judged on the lines it kept (the ladder's checks decide).
+    """
     env = cycle.env
     text_in = yield from before_reflection(env, cycle.context(), log_text(groups))
     ladder = ReflectionLadder(
@@ -68,6 +73,12 @@ def call_reflector(
             resource_id=cycle.record["resource_id"],
             trigger=cycle.trigger,
             cycle_id=cycle.cycle_id,
+            output_budget=reflector_budget(
+                cycle.tokens,
+                target_tokens=target,
+                sections=0 if skip_continuation_hints else 1,
+                setting=cfg.reflection.output_budget,
+            ),
         )
         cycle.note(result)
         parsed = parse_observer_output(reply_text(result))

@@ -149,3 +149,31 @@ def test_grounded_lines_before_a_loop_are_salvaged_through_the_agent(asynchronou
     assert seen == sent  # each message once, in order, in the archive or the window
     # a salvage observes only the messages its lines cover: each cycle two user messages
     assert all(e.covered_messages is not None and e.covered_messages <= 4 for e in ends)
+
+
+def test_every_observer_and_reflector_call_is_bound_to_its_output_budget() -> None:
+    from langchain_om._core.output_budget import observer_budget, reflector_budget  # noqa: PLC0415
+    from langchain_om.testing import memory_model  # noqa: PLC0415
+
+    model = memory_model()
+    memory = ObservationalMemory(
+        model=model,
+        observation={"message_tokens": 200, "buffer_tokens": False},
+        reflection={"observation_tokens": 150},
+    )
+    batch = [HumanMessage(_say(i), id=f"u{i}") for i in range(12)]
+    memory.observe(thread_id="t", messages=batch)
+    observer, *reflector = model.calls
+    tokens = memory.counter.count_messages(batch)
+    assert observer.kwargs["max_tokens"] == observer_budget(tokens, sections=2)
+    assert reflector, "the log is over its threshold: a reflection ran"
+    limits = {call.kwargs["max_tokens"] for call in reflector}
+    assert all(limit <= reflector_budget(10**6, target_tokens=150, sections=1) for limit in limits)
+    fixed = memory_model()
+    capped = ObservationalMemory(
+        model=fixed,
+        observation={"message_tokens": 200, "buffer_tokens": False, "output_budget": 700},
+        reflection={"observation_tokens": 20_000},
+    )
+    capped.observe(thread_id="t", messages=batch)
+    assert [call.kwargs["max_tokens"] for call in fixed.calls] == [700]
