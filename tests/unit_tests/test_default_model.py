@@ -8,6 +8,7 @@ the way a venv without it looks to Python: the module cannot be found.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import warnings
 from collections.abc import Iterator
@@ -16,6 +17,8 @@ import pytest
 
 from langchain_om import ObservationalMemory
 from langchain_om import _default_model as rule
+from langchain_om._cli_backend import open_backend
+from langchain_om.cli import build_parser
 from langchain_om.errors import MissingProviderError
 from langchain_om.offline import ExtractiveObserver
 
@@ -103,3 +106,19 @@ def test_read_only_and_disabled_memories_take_the_rule_quietly() -> None:
         off = ObservationalMemory(False)
     assert isinstance(reader.config.model, ExtractiveObserver)
     assert off.config.model is None
+
+
+def _replay_args(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(["replay", "x.jsonl", *argv])
+
+
+def test_the_cli_follows_the_same_rule_and_says_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    said: list[str] = []
+    with open_backend(_replay_args(), said.append) as backend:
+        assert isinstance(backend.memory_model, ExtractiveObserver)
+    assert said[0] == rule.pick_default_model().notice
+    with pytest.warns(UserWarning) as caught:
+        ObservationalMemory()
+    assert str(caught[0].message) == said[0]
