@@ -437,7 +437,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fail(exc: BaseException) -> int:
-    print(f"langchain-om: {one_line(exc)}", file=sys.stderr)
+    text = one_line(exc)
+    if isinstance(exc, OSError) and exc.filename and exc.strerror:
+        text = f"{exc.filename}: {exc.strerror}"  # "nope.json: No such file or directory"
+    print(f"langchain-om: {text}", file=sys.stderr)
     return 2
 
 

@@ -252,3 +252,22 @@ def test_replay_and_inspect_on_a_postgres_url(tmp_path: Path) -> None:
     finally:
         with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+# --- eval -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--data", "nope.json", "--scripted"], "nope.json: No such file or directory"),
+        (["--data", "bad.json", "--scripted"], "bad.json: not valid JSON"),
+        (["--data", "good.json", "--systems", "om,bogus", "--scripted"], "unknown system(s) bogus"),
+        (["--data", "good.json"], "pass --model provider/name"),
+    ],
+)
+def test_eval_errors(tmp_path: Path, argv: list[str], says: str) -> None:
+    (tmp_path / "bad.json").write_text("{", encoding="utf-8")
+    fixture = ROOT / "examples" / "data" / "eval" / "locomo_synthetic.json"
+    (tmp_path / "good.json").write_text(fixture.read_text(encoding="utf-8"), encoding="utf-8")
+    one_line_error(cli("eval", "--format", "locomo", *argv, cwd=tmp_path), says)
