@@ -271,3 +271,57 @@ def test_eval_errors(tmp_path: Path, argv: list[str], says: str) -> None:
     fixture = ROOT / "examples" / "data" / "eval" / "locomo_synthetic.json"
     (tmp_path / "good.json").write_text(fixture.read_text(encoding="utf-8"), encoding="utf-8")
     one_line_error(cli("eval", "--format", "locomo", *argv, cwd=tmp_path), says)
+
+
+# --- the same errors in this process (what coverage sees) -----------------------------------
+
+
+def test_the_errors_in_process(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    closing_server: int,
+) -> None:
+    from langchain_om.cli import main  # noqa: PLC0415 - the subprocess tests need no import
+
+    monkeypatch.chdir(tmp_path)
+    for var in ("OPENAI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    ids = agent_database(tmp_path / "agent.db")
+    (tmp_path / "notes.txt").write_text("not a database", encoding="utf-8")
+    (tmp_path / "folder").mkdir()
+    with sqlite3.connect(tmp_path / "other.db") as conn:
+        conn.execute("CREATE TABLE invoices (id INTEGER)")
+    conn.close()
+    (tmp_path / "empty.db").write_bytes(b"")
+    nowhere = f"http://127.0.0.1:{free_port()}/v1"
+    cases: list[tuple[list[str], str]] = [
+        (["inspect", "--db", "notes.txt"], "is not a SQLite database"),
+        (["replay", str(DEMO), "--db", "notes.txt", "--scripted"], "is not a SQLite database"),
+        (["inspect", "--db", "folder"], "is a folder"),
+        (["inspect", "--db", "none.db"], "No memory database at none.db"),
+        (["inspect", "--db", "other.db"], "holds no langchain-om memory"),
+        (["inspect", "--db", "empty.db"], "holds no langchain-om memory"),
+        (["inspect", "--db", "agent.db", "--thread", "nobody"], "Threads: 'maya'"),
+        (["inspect", "--db", "agent.db", "--thread", "maya", "--checkpoint", "x"], "--checkpoints"),
+        (["replay", str(DEMO), "--base-url", nowhere], "Cannot connect to --base-url"),
+        (["replay", str(DEMO), "--base-url", f"http://127.0.0.1:{closing_server}/v1"], "Cannot"),
+        (["replay", str(DEMO), "--base-url", "http://127.0.0.1:99999/v1"], "invalid port"),
+        (["inspect", "--db", f"postgresql://u:pw@127.0.0.1:{free_port()}/x"], "u:***@"),
+    ]
+    for argv, says in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and says in err, (argv, err)
+
+    assert main(["inspect", "--db", "agent.db", "--thread", "maya", "--checkpoints"]) == 0
+    listed = capsys.readouterr().out
+    assert all(i in listed for i in ids) and "(latest)" in listed
+    assert main(["inspect", "--db", "agent.db", "--thread", "maya", "--checkpoint", ids[-1]]) == 0
+    assert capsys.readouterr().out.startswith("Thread 'maya'")
+    assert main(["replay", str(DEMO), "--db", "store.db", *SCRIPTED]) == 0
+    capsys.readouterr()
+    assert main(["inspect", "--db", "store.db", "--checkpoint", "x"]) == 2
+    assert "no checkpoints: leave out --checkpoint" in capsys.readouterr().err
+    assert main(["inspect", "--db", "store.db", "--checkpoints"]) == 0
+    assert "it has none to list" in capsys.readouterr().out

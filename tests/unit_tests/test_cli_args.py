@@ -301,3 +301,22 @@ def test_a_window_over_its_threshold_says_why() -> None:
     log = base.model_copy(update={"observations": WindowUsage(tokens=950, threshold=900)})
     (note,) = _over_notes(memory, log)
     assert "observations over 900" in note and "above 1,080 tokens" in note
+
+
+def test_an_unexpected_error_is_one_line_with_exit_code_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(args: argparse.Namespace, console: Console) -> int:
+        raise RuntimeError("something\nbroke")
+
+    monkeypatch.setattr("langchain_om.cli.cmd_inspect", broken)
+    monkeypatch.delenv("LANGCHAIN_OM_TRACEBACK", raising=False)
+    assert main(["inspect"]) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        "langchain-om: unexpected RuntimeError: something broke (a bug; set "
+        "LANGCHAIN_OM_TRACEBACK=1 for the traceback)\n"
+    )
+    monkeypatch.setenv("LANGCHAIN_OM_TRACEBACK", "1")
+    with pytest.raises(RuntimeError, match="broke"):
+        main(["inspect"])
