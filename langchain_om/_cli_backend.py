@@ -37,8 +37,6 @@ from langchain_om.models import RunContext, resolve_model_string
 from langchain_om.offline import OBSERVER_LABEL, extractive_observer
 from langchain_om.testing import FunctionChatModel, memory_model
 
-BASE_URL_TIMEOUT_S = 120.0
-"""Seconds one call to a ``--base-url`` server may take (a local model on a slow machine)."""
 SCRIPTED_THRESHOLDS = (400, 600)
 """(message_tokens, observation_tokens) for scripted models: observes and reflects quickly."""
 LOCAL_THRESHOLDS = (600, 1500)
@@ -165,7 +163,6 @@ def open_backend(args: argparse.Namespace, say: Callable[[str], None]) -> Iterat
             api_key=key,
             max_tokens=512,
             max_retries=0,  # memory's retry plan is the only retry layer
-            timeout=BASE_URL_TIMEOUT_S,
         )
         memory = chosen or actor
         yield Backend(f"{args.model or 'local'} at {args.base_url}", actor, memory)

@@ -107,9 +107,14 @@ def _over_notes(memory: ObservationalMemory, status: StatusEvent) -> list[str]:
         )
     if log.tokens > log.threshold:
         limit = config.reflection.block_after_tokens
+        why = (
+            "the Reflector condenses the log in the background"
+            if config.buffering_enabled
+            else "the last reflection failed or is backing off"
+        )
         notes.append(
-            f"  (observations over {log.threshold:,}: the Reflector condenses the log in the "
-            f"background; in the turn above {limit:,} tokens, reflection.block_after)"
+            f"  (observations over {log.threshold:,}: {why}; memory reflects in the turn above "
+            f"{limit:,} tokens, reflection.block_after)"
         )
     return notes
 

@@ -301,6 +301,9 @@ def test_a_window_over_its_threshold_says_why() -> None:
     log = base.model_copy(update={"observations": WindowUsage(tokens=950, threshold=900)})
     (note,) = _over_notes(memory, log)
     assert "observations over 900" in note and "above 1,080 tokens" in note
+    assert "condenses the log in the background" in note
+    (note,) = _over_notes(quiet, log)
+    assert "the last reflection failed or is backing off" in note
 
 
 def test_an_unexpected_error_is_one_line_with_exit_code_1(
