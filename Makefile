@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: install check lint format type test test-all notebooks bench bench-quick
+.PHONY: install check lint format type test test-all notebooks bench bench-quick readme-tables
 
 install:
 	python3 -m venv $(VENV)
@@ -44,8 +44,13 @@ notebooks:
 # The README's test command (CI runs it through .ci/run): lint, types, all tests.
 check: lint type test-all
 
+# The README's result tables, written from benchmarks/results/ (a test fails when they differ).
+readme-tables:
+	$(PY) benchmarks/readme_tables.py
+
 bench:
 	$(PY) benchmarks/report.py
+	$(PY) benchmarks/readme_tables.py
 
 bench-quick:
 	$(PY) benchmarks/report.py --quick

@@ -1,17 +1,24 @@
 """The models and the memory a command-line session runs on.
 
 :func:`open_backend` picks the models from the options and the environment: scripted fakes,
-an OpenAI-compatible server, a provider whose API key is set, or the bundled local model with
-the offline extractive Observer. :func:`open_memory` opens the SQLite memory with the
-thresholds the options, the database or the models call for.
+an OpenAI-compatible server, the model ``--model`` names, or (with no ``--model``) the
+library's rule for a memory that names no model: the first default that can run here, else
+the offline extractive Observer (with the bundled local model as ``chat``'s agent).
+:func:`open_memory` opens the memory at ``--db`` with the thresholds the options, the database
+or the models call for.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import http.client
 import os
+import socket
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +27,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_om import local
-from langchain_om._cli_console import clip
+from langchain_om._cli_console import clip, one_line
+from langchain_om._cli_storage import CONNECT_TIMEOUT_S, CLIError, open_db
+from langchain_om._default_model import pick_default_model
 from langchain_om.engine import ObservationalMemory
 from langchain_om.errors import MissingProviderError, ObservationalMemoryError, OMUsageError
 from langchain_om.events import OMEvent
@@ -28,7 +37,6 @@ from langchain_om.models import RunContext, resolve_model_string
 from langchain_om.offline import OBSERVER_LABEL, extractive_observer
 from langchain_om.testing import FunctionChatModel, memory_model
 
-PROVIDER_KEYS = {"OPENAI_API_KEY": "openai/gpt-5-mini", "GOOGLE_API_KEY": "google/gemini-2.5-flash"}
 SCRIPTED_THRESHOLDS = (400, 600)
 """(message_tokens, observation_tokens) for scripted models: observes and reflects quickly."""
 LOCAL_THRESHOLDS = (600, 1500)
@@ -37,9 +45,9 @@ LOCAL_CONTEXT = 8192
 EXTRACTIVE_THRESHOLDS = (400, 1200)
 """(message_tokens, observation_tokens) for the offline extractive Observer: a few cycles."""
 SWITCH_HINT = (
-    "To use a provider instead: set OPENAI_API_KEY (or GOOGLE_API_KEY) and pass "
-    "--model openai/gpt-5-mini (or --model google/gemini-2.5-flash); --base-url URL uses any "
-    "OpenAI-compatible server; --scripted uses instant offline fakes."
+    "To use an LLM: set GOOGLE_API_KEY (with the [google] extra) or OPENAI_API_KEY, or pass "
+    "--model provider/name; --base-url URL uses any OpenAI-compatible server; --scripted uses "
+    "instant offline fakes."
 )
 
 
@@ -81,6 +89,42 @@ def _scripted_actor_reply(messages: list[BaseMessage], info: Any) -> str:
     return reply
 
 
+def _check_base_url(url: str) -> None:
+    """Fail fast when no HTTP server answers at ``url`` (a few seconds at most).
+
+    One request to ``{url}/models`` (what OpenAI-compatible servers list their models at): any
+    HTTP answer, an error status included, shows a server is there; a refused, reset or
+    silent connection does not.
+
+    Raises:
+        CLIError: the URL is not http(s)://host[:port]/..., or no HTTP server answers there.
+    """
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise CLIError(
+            f"--base-url {url!r} is not an http(s) URL: pass one such as http://127.0.0.1:8080/v1."
+        )
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        raise CLIError(f"--base-url {url!r} has an invalid port.") from None
+    probe = url.rstrip("/") + "/models"
+    try:
+        with urllib.request.urlopen(probe, timeout=CONNECT_TIMEOUT_S):
+            return
+    except urllib.error.HTTPError:
+        return  # a server answered (it may want a key, or list models elsewhere)
+    except (OSError, http.client.HTTPException) as exc:
+        reason: object = getattr(exc, "reason", None) or exc
+        if isinstance(reason, TimeoutError | socket.timeout):
+            text = f"no answer within {CONNECT_TIMEOUT_S} s"
+        elif isinstance(reason, OSError) and reason.strerror:
+            text = reason.strerror
+        else:
+            text = one_line(reason) or type(reason).__name__
+    raise CLIError(f"Cannot connect to --base-url {url}: {text}. Start the server, or fix the URL.")
+
+
 def _openai_client(**kwargs: Any) -> BaseChatModel:
     try:
         from langchain_openai import ChatOpenAI  # noqa: PLC0415 - optional extra "openai"
@@ -93,7 +137,12 @@ def _openai_client(**kwargs: Any) -> BaseChatModel:
 
 @contextlib.contextmanager
 def open_backend(args: argparse.Namespace, say: Callable[[str], None]) -> Iterator[Backend]:
-    """Pick the models from the options and the environment (starts the local model if so)."""
+    """Pick the models from the options and the environment (starts the local model if so).
+
+    With no ``--model``, the models follow the library's rule for a memory that names no model
+    (:mod:`langchain_om._default_model`): the first default that can run here, else the
+    offline extractive Observer (``chat`` answers with the bundled local model then).
+    """
     if args.scripted:
         actor: BaseChatModel = FunctionChatModel(
             function=_scripted_actor_reply, model_name="scripted-actor"
@@ -106,18 +155,26 @@ def open_backend(args: argparse.Namespace, say: Callable[[str], None]) -> Iterat
     if chosen == "extractive":
         chosen = extractive_observer()
     if args.base_url:
+        _check_base_url(args.base_url)
         key = os.environ.get("OPENAI_API_KEY") or "none"
         actor = _openai_client(
-            model=args.model or "local", base_url=args.base_url, api_key=key, max_tokens=512
+            model=args.model or "local",
+            base_url=args.base_url,
+            api_key=key,
+            max_tokens=512,
+            max_retries=0,  # memory's retry plan is the only retry layer
         )
         memory = chosen or actor
         yield Backend(f"{args.model or 'local'} at {args.base_url}", actor, memory)
         return
-    spec = None if args.model == "local" else args.model
-    spec = spec or next((m for k, m in PROVIDER_KEYS.items() if os.environ.get(k)), None)
+    spec = args.model if args.model != "local" else None
+    notice = None
+    if args.model is None:
+        picked = pick_default_model()
+        spec, notice = picked.spec, picked.notice
     if spec is not None:
-        if not args.model:
-            say(f"Using {spec} (its API key is set); pass --model to choose another model.")
+        if args.model is None:
+            say(notice or f"No --model given: using {spec}; pass --model to choose another.")
         actor = resolve_model_string(spec)
         yield Backend(spec, actor, chosen or spec)
         return
@@ -125,12 +182,15 @@ def open_backend(args: argparse.Namespace, say: Callable[[str], None]) -> Iterat
         observer: Any = chosen or extractive_observer()
         named = args.observer_model not in (None, "extractive")
         label = str(args.observer_model) if named else OBSERVER_LABEL
-        say(f"No provider API key is set: memory runs on the {label}.")
+        say(notice if notice and not named else f"Memory runs on the {label}.")
         say(SWITCH_HINT)
         yield Backend(label, None, observer, EXTRACTIVE_THRESHOLDS, buffering=False)
         return
+    if notice is not None:
+        say(notice)
+    roles = "the agent and memory" if args.model == "local" else "the agent"
     say(
-        f"No provider API key is set: running the small local model {local.MODEL_FILE} "
+        f"Running the small local model {local.MODEL_FILE} for {roles} "
         "(offline, weak: a demo of the mechanics, not of quality)."
     )
     say(SWITCH_HINT)
@@ -154,20 +214,27 @@ def _no_model(ctx: RunContext) -> Any:
     raise OMUsageError(f"this command reads memory only; it does not run the {ctx.role}")
 
 
-def open_memory(
-    args: argparse.Namespace, backend: Backend | None, on_event: Callable[[OMEvent], None] | None
-) -> ObservationalMemory:
-    """The memory for this run: one SQLite file, thresholds from the options.
-
-    Thresholds: the options when given, else those this database was last used with (kept in
-    its store), else the models' demo thresholds, else the library defaults.
-    """
-    probe = ObservationalMemory.from_sqlite(str(args.db), model=_no_model)
+def _saved_thresholds(db: str, *, read_only: bool) -> dict[str, Any]:
+    """The thresholds this database was last used with by the command line (``{}``: none)."""
+    probe = open_db(db, read_only=read_only, model=_no_model)
     try:
         item = probe.store.get(_SETTINGS_NS, "thresholds")
     finally:
         probe.close()
-    saved: dict[str, Any] = dict(item.value) if item is not None else {}
+    return dict(item.value) if item is not None else {}
+
+
+def open_memory(
+    args: argparse.Namespace, backend: Backend | None, on_event: Callable[[OMEvent], None] | None
+) -> ObservationalMemory:
+    """The memory for this run at ``--db`` (a SQLite file or a PostgreSQL URL).
+
+    Thresholds: the options when given, else those this database was last used with (kept in
+    its store), else the models' demo thresholds, else the library defaults. With no backend
+    (``inspect``) the database must already hold memory, and no model is ever called.
+    """
+    read_only = backend is None
+    saved = _saved_thresholds(str(args.db), read_only=read_only)
     defaults = (backend.thresholds if backend else None) or (None, None)
     message_tokens = (
         getattr(args, "message_tokens", None) or saved.get("message_tokens") or defaults[0]
@@ -183,9 +250,14 @@ def open_memory(
         observation["message_tokens"] = message_tokens
     if observation_tokens:
         reflection["observation_tokens"] = observation_tokens
-    options: dict[str, Any] = {"observation": observation, "reflection": reflection}
-    options["model"] = backend.memory_model if backend is not None else _no_model
-    memory = ObservationalMemory.from_sqlite(str(args.db), on_debug_event=on_event, **options)
+    memory = open_db(
+        str(args.db),
+        read_only=read_only,
+        model=backend.memory_model if backend is not None else _no_model,
+        on_debug_event=on_event,
+        observation=observation,
+        reflection=reflection,
+    )
     if backend is not None:
         effective = {
             "message_tokens": memory.config.observation.message_tokens,

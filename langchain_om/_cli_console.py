@@ -1,18 +1,38 @@
 """The command line's terminal: notices and a progress bar, the spinner.
 
-The spinner is shown while a model answers; line editing serves the chat prompt.
+Every line goes through :meth:`Console.say`, so a notice never lands inside the progress bar:
+on a terminal the bar is cleared, the notice printed and the bar drawn again below it. Python
+warnings and the ``langchain_om`` logger's warnings are routed there too while a command runs
+(:func:`notices_through`), as one line each: no traceback, whatever the record carries. The
+spinner is shown while a model answers; line editing serves the chat prompt.
+
+(tqdm and rich draw such bars too, but neither is a dependency of the package, and the bar
+needs no more than this.)
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 import threading
 import time
-from typing import TextIO
+import warnings
+from collections.abc import Iterator
+from typing import Any, TextIO
 
 from langchain_om import events
 from langchain_om.events import OMEvent
+
+
+def plural(count: int, noun: str) -> str:
+    """``"1 message"``, ``"2 messages"`` (thousands separated)."""
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
+
+
+def one_line(text: object) -> str:
+    """``text`` with its line breaks and runs of spaces folded into single spaces."""
+    return " ".join(str(text).split())
 
 
 def clip(text: str, limit: int) -> str:
@@ -28,16 +48,21 @@ class Console:
         self.out = out
         self.verbose = verbose
         self.tty = bool(getattr(out, "isatty", lambda: False)())
-        self._bar_shown = False
-        self._lock = threading.Lock()
+        self._bar = ""
+        """The progress bar on screen (a terminal only; empty when none is)."""
+        self._lock = threading.RLock()
+        self.failed_cycles = 0
+        """Cycles that failed for good (not those about to be retried), as events told."""
 
     def say(self, text: str) -> None:
-        """Print a line (below the progress bar, if one is showing); safe from any thread."""
+        """Print a line above the progress bar, if one is showing; safe from any thread."""
         with self._lock, contextlib.suppress(BrokenPipeError):
-            if self._bar_shown:
-                self.out.write("\n")
-                self._bar_shown = False
+            if self._bar:
+                self.out.write("\r\x1b[K")
             print(text, file=self.out, flush=True)
+            if self._bar:
+                self.out.write(self._bar)
+                self.out.flush()
 
     def progress(self, done: int, total: int, note: str = "") -> None:
         """Show ``done`` of ``total``: redrawn in place on a terminal, every 10% otherwise."""
@@ -45,11 +70,13 @@ class Console:
         filled = width * done // max(total, 1)
         line = f"[{'#' * filled}{'-' * (width - filled)}] {done}/{total} {note}".rstrip()
         if self.tty:
-            self.out.write("\r" + line.ljust(78))
-            self.out.flush()
-            self._bar_shown = True
-            if done == total:
-                self.say("")
+            with self._lock, contextlib.suppress(BrokenPipeError):
+                self._bar = "\r" + line.ljust(78)
+                self.out.write(self._bar)
+                if done == total:
+                    self.out.write("\n")
+                    self._bar = ""
+                self.out.flush()
         elif done == total or done % max(1, total // 10) == 0:
             self.say(line)
 
@@ -73,14 +100,58 @@ class Console:
                 self.say(f"  · reflection activated: log is {event.observation_tokens:,} tokens")
             else:
                 self.say(
-                    f"  · observations activated: {event.messages_activated} messages left the "
-                    f"window, log is {event.observation_tokens:,} tokens"
+                    f"  · observations activated: {plural(event.messages_activated, 'message')} "
+                    f"left the window, log is {event.observation_tokens:,} tokens"
                 )
         elif isinstance(event, events.ObservationFailedEvent | events.BufferingFailedEvent):
             again = " (retrying)" if getattr(event, "retrying", False) else ""
+            self.failed_cycles += not again
             self.say(f"  ! {what} failed{again}: {clip(event.error, 160)}")
         elif isinstance(event, events.ThreadUpdateEvent):
             self.say(f"  · thread title: {event.new_title}")
+
+
+def _about_cycles(record: logging.LogRecord) -> bool:
+    """Whether a log record reports a cycle or a model call (their events say the same)."""
+    cycle_loggers = ("langchain_om.cycles", "langchain_om.retry")
+    return record.name in cycle_loggers or record.module in ("cycles", "retry")
+
+
+class _ConsoleLog(logging.Handler):
+    """The ``langchain_om`` logger's warnings as console lines: the message, no traceback."""
+
+    def __init__(self, console: Console) -> None:
+        super().__init__(logging.WARNING)
+        self.console = console
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if _about_cycles(record) and not self.console.verbose:
+            return  # a failed cycle or model call is a console line already (its event)
+        try:
+            self.console.say(f"  ! {clip(record.getMessage(), 300)}")
+        except Exception:  # a log line must never break the command
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def notices_through(console: Console) -> Iterator[None]:
+    """Route Python warnings and ``langchain_om`` warnings through ``console`` meanwhile."""
+
+    def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        console.say(f"  ! {category.__name__}: {clip(str(message), 300)}")
+
+    logger = logging.getLogger("langchain_om")
+    handler = _ConsoleLog(console)
+    propagate, showwarning = logger.propagate, warnings.showwarning
+    logger.addHandler(handler)
+    logger.propagate = False
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = showwarning
+        logger.propagate = propagate
+        logger.removeHandler(handler)
 
 
 class Spinner:

@@ -1,12 +1,15 @@
 """Replay files for ``langchain-om replay``: one JSON message object a line.
 
 They are read as LangChain messages: timestamps, tool calls and the tool results that answer
-them.
+them. Every line needs a ``role`` and a ``content`` (an assistant line that only calls tools
+may leave ``content`` out). A message without an ``id`` gets one made of the file's content
+and its line number, so the same file always gives the same ids: replaying it again finds its
+messages already in the thread instead of adding them twice.
 """
 
 from __future__ import annotations
 
-import uuid
+import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,15 +37,21 @@ def _timestamp(value: Any, where: str) -> str:
     return moment.astimezone(UTC).isoformat()
 
 
-def _message(row: dict[str, Any], where: str, previous: list[BaseMessage]) -> BaseMessage:
-    role = str(row.get("role", "")).lower()
+def _message(
+    row: dict[str, Any], where: str, previous: list[BaseMessage], default_id: str
+) -> BaseMessage:
+    if "role" not in row:
+        raise ReplayFormatError(f'{where}: no "role" (user, assistant or tool)')
+    role = str(row["role"]).lower()
+    if "content" not in row and not (role in ("assistant", "ai") and row.get("tool_calls")):
+        raise ReplayFormatError(f'{where}: no "content" (every line needs role and content)')
     content = row.get("content", "")
     if not isinstance(content, str | list):
         raise ReplayFormatError(f"{where}: content must be a string or a list of content parts")
     meta = (
         {"langchain_om": {"ts": _timestamp(row["timestamp"], where)}} if "timestamp" in row else {}
     )
-    ident = str(row.get("id") or f"replay-{uuid.uuid4().hex[:12]}")
+    ident = str(row.get("id") or default_id)
     if role in ("user", "human"):
         return HumanMessage(content, id=ident, response_metadata=meta)
     if role == "system":
@@ -52,10 +61,10 @@ def _message(row: dict[str, Any], where: str, previous: list[BaseMessage]) -> Ba
             {
                 "name": str(call["name"]),
                 "args": dict(call.get("args") or {}),
-                "id": str(call.get("id") or f"call-{uuid.uuid4().hex[:12]}"),
+                "id": str(call.get("id") or f"call-{ident}-{number}"),
                 "type": "tool_call",
             }
-            for call in row.get("tool_calls") or []
+            for number, call in enumerate(row.get("tool_calls") or [])
         ]
         return AIMessage(content, id=ident, tool_calls=calls, response_metadata=meta)
     if role == "tool":
@@ -80,7 +89,7 @@ def _tool_call_id(row: dict[str, Any], name: str, where: str, previous: list[Bas
             open_calls = [c["id"] for c in message.tool_calls if c["id"] not in answered]
             if open_calls and open_calls[0]:
                 return str(open_calls[0])
-            call_id = f"call-{uuid.uuid4().hex[:12]}"
+            call_id = f"call-{message.id}-{len(message.tool_calls)}"
             message.tool_calls.append(
                 {"name": name, "args": {}, "id": call_id, "type": "tool_call"}
             )
@@ -96,10 +105,19 @@ def load_conversation(path: str | Path) -> list[BaseMessage]:
     Assistant lines may carry ``tool_calls`` (``[{"name", "args", "id"}]``) and tool lines
     ``name`` and ``tool_call_id``; a tool line without an id answers the open call before it.
 
+    Messages without an ``id`` get ``replay-<file digest>-<line>``: the same file gives the same
+    ids on every read.
+
     Raises:
-        ReplayFormatError: a line is not valid JSON or not a message (the message says where).
+        ReplayFormatError: the file cannot be read, or a line is not valid JSON or not a
+            message (the message says where).
     """
+    try:
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+    except OSError as exc:
+        raise ReplayFormatError(f"cannot read {path}: {exc.strerror or exc}") from None
     messages: list[BaseMessage] = []
     for where, row in json_objects(path, ReplayFormatError):
-        messages.append(_message(row, where, messages))
+        line = where.rpartition(":")[2]
+        messages.append(_message(row, where, messages, f"replay-{digest}-{line}"))
     return messages

@@ -315,15 +315,32 @@ def check_model_string(spec: str) -> str | None:
             f'Model "{spec}" needs the {provider} provider package, which is not installed. '
             f"Run: {hint}   (or pass a chat model instance as the model)."
         )
+    missing = missing_api_key(provider)
+    if missing is None:
+        return None
+    return (
+        f'Model "{spec}" needs an API key and {missing} is not set; set it before the first '
+        "observation (or pass a chat model instance built with api_key=...)."
+    )
+
+
+def missing_api_key(provider: str) -> str | None:
+    """The API key variable ``provider`` reads when none of its variables is set, else None.
+
+    Providers with credential chains (ADC, AWS profiles) and unknown ones never miss a key.
+    """
     if provider in _CREDENTIAL_CHAINS or provider not in _API_KEY_VARS:
         return None
     names = (_API_KEY_VARS[provider], *_API_KEY_ALTERNATIVES.get(provider, ()))
     if any(os.environ.get(var) for var in names):
         return None
-    return (
-        f'Model "{spec}" needs an API key and {names[0]} is not set; set it before the first '
-        "observation (or pass a chat model instance built with api_key=...)."
-    )
+    return names[0]
+
+
+def model_provider(spec: str) -> str | None:
+    """The provider (``init_chat_model`` name) a model string names or implies, if known."""
+    provider, name = _split_model_string(spec)
+    return provider or _infer_provider(name)
 
 
 def clear_model_cache() -> None:

@@ -80,6 +80,11 @@ def token_bar(tokens: int, threshold: int, width: int = 24) -> str:
     return bar if tokens <= threshold else bar[:-1] + "▓"
 
 
+def _count(count: int, noun: str) -> str:
+    """``"1 unobserved message"``, ``"2 unobserved messages"``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def _window_line(label: str, tokens: int, threshold: int, width: int) -> str:
     return f"{label:<13} {token_bar(tokens, threshold, width)} {tokens:>7,} / {threshold:,} tokens"
 
@@ -146,9 +151,9 @@ def render_text(
     if record.get("title"):
         head += f" · {record['title']}" + (" (pinned)" if _pinned(snapshot) else "")
     out = [head, render_windows(snapshot.status, width=width)]
-    counts = f"window: {len(snapshot.window)} unobserved messages"
+    counts = f"window: {_count(len(snapshot.window), 'unobserved message')}"
     if archived is not None:
-        counts += f" · archive: {archived} observed messages"
+        counts += f" · archive: {_count(archived, 'observed message')}"
     out.append(counts)
     out.extend(f"{label}: {text}" for label, text in _hints(record))
     out.extend(f"extracted {label}: {text}" for label, text in _extracted(record))
@@ -225,9 +230,9 @@ def render_html(snapshot: SnapshotLike, *, archived: int | None = None) -> str:
         _html_bar("messages", status.messages.tokens, status.messages.threshold),
         _html_bar("observations", status.observations.tokens, status.observations.threshold),
     ]
-    counts = f"window: {len(snapshot.window)} unobserved messages"
+    counts = f"window: {_count(len(snapshot.window), 'unobserved message')}"
     if archived is not None:
-        counts += f" · archive: {archived} observed messages"
+        counts += f" · archive: {_count(archived, 'observed message')}"
     parts.append(f'<div style="color:{_MUTED}">{counts}</div>')
     for label, text in [*_hints(record), *_extracted(record)]:
         parts.append(f"<div><i>{html.escape(label)}:</i> {html.escape(text)}</div>")

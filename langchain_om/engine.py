@@ -30,6 +30,7 @@ from langchain_om._core.record import check_owner, coerce_record, new_record
 from langchain_om._core.render import MemoryContext, render_memory
 from langchain_om._core.tokens import TokenCounter
 from langchain_om._core.types import OMRecord
+from langchain_om._default_model import with_default_model
 from langchain_om._engine_io import (
     EndTurnOptions,
     Runs,
@@ -127,7 +128,7 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
         embeddings: EmbeddingsSpec | None = None,
         **kwargs: Any,
     ) -> None:
-        self.config = ObservationalMemoryConfig.coerce(options, **kwargs)
+        self.config = with_default_model(ObservationalMemoryConfig.coerce(options, **kwargs))
         check_engine_args(self.config, timezone=timezone, clock=clock, background=background)
         self.store: BaseStore = default_store(store, embeddings)
         check_vector_store(self.config, self.store)

@@ -12,7 +12,8 @@ scripted models so the app runs offline; with real models write e.g.
 ``create_agent("openai:gpt-5-mini", ...)`` and
 ``ObservationalMemory(model="google/gemini-2.5-flash")``.
 
-    langgraph dev --config examples/langgraph_app/langgraph.json
+    langgraph dev --config examples/langgraph_app/langgraph.json   # from the repository root
+    cd examples/langgraph_app && langgraph dev                     # or from this folder
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import POSTGRES_URL, require_postgres
+# tests.helpers is imported inside the fixtures: this conftest may load before
+# tests/conftest.py has chosen the PostgreSQL server (and set LANGCHAIN_OM_POSTGRES_URL).
 
 _real_getaddrinfo = socket.getaddrinfo
 
@@ -48,6 +49,8 @@ def _no_remote_name_resolution(monkeypatch: pytest.MonkeyPatch) -> Iterator[None
 @pytest.fixture
 def postgres() -> Iterator[tuple[Any, Any]]:
     """A ``PostgresSaver`` and a ``PostgresStore`` on the test database, set up."""
+    from tests.helpers import POSTGRES_URL, require_postgres  # noqa: PLC0415 - see above
+
     require_postgres()
     saver_cls = pytest.importorskip("langgraph.checkpoint.postgres").PostgresSaver
     store_cls = pytest.importorskip("langgraph.store.postgres").PostgresStore

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +17,7 @@ from langchain_core.messages import HumanMessage
 from pydantic import BaseModel
 
 from langchain_om import Extractor, ObservationalMemory
+from langchain_om._cli_console import Console
 from langchain_om.cli import main
 from langchain_om.errors import MissingProviderError
 from langchain_om.testing import FunctionChatModel, memory_model
@@ -105,8 +108,8 @@ def test_inspect_without_database_or_thread(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "missing.db"
-    assert main(["inspect", "--db", str(db)]) == 1
-    assert "No memory database" in capsys.readouterr().out
+    assert main(["inspect", "--db", str(db)]) == 2
+    assert "No memory database" in capsys.readouterr().err
     assert not db.exists()
 
     main(
@@ -121,8 +124,8 @@ def test_inspect_without_database_or_thread(
         ]
     )
     capsys.readouterr()
-    assert main(["inspect", "--db", str(db), "--thread", "beta"]) == 1
-    assert "No thread 'beta'" in (out := capsys.readouterr().out) and "'alpha'" in out
+    assert main(["inspect", "--db", str(db), "--thread", "beta"]) == 2
+    assert "No thread 'beta'" in (err := capsys.readouterr().err) and "'alpha'" in err
 
 
 def test_chat_repl_shows_windows_and_commands(
@@ -199,7 +202,7 @@ def test_replay_without_keys_runs_the_offline_observer_and_no_server(
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "offline extractive Observer (no LLM" in out
-    assert "set OPENAI_API_KEY" in out and "--model openai/gpt-5-mini" in out
+    assert "OPENAI_API_KEY" in out and "--model provider/name" in out
     assert "/ 400 tokens" in out  # the extractive Observer's demo thresholds
 
 
@@ -232,8 +235,8 @@ def test_with_model_local_the_cli_runs_the_local_model_and_says_how_to_switch(
         == 0
     )
     out = capsys.readouterr().out
-    assert "No provider API key is set" in out and "SmolLM2" in out
-    assert "set OPENAI_API_KEY" in out and "--model openai/gpt-5-mini" in out
+    assert "small local model SmolLM2" in out and "for the agent and memory" in out
+    assert "set GOOGLE_API_KEY" in out and "--model provider/name" in out
     assert started and started[0]["n_ctx"] >= 4096
     observer = server.models[1]
     assert observer.call_count >= 1  # the Observer ran on the local server's client
@@ -309,3 +312,86 @@ def test_inspect_json_gives_the_extracted_values_typed(
     assert main(["inspect", "--db", str(db), "--thread", "maya", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["extracted"] == {"profile": {"name": "Maya", "allergies": ["peanuts"]}}
+
+
+# --- replaying again ------------------------------------------------------------------------
+
+
+def _held(db: Path, thread: str = "default") -> tuple[list[str], str]:
+    """The thread's message ids (archive, then window) and its observation log."""
+    with ObservationalMemory.from_sqlite(str(db), model=memory_model()) as memory:
+        snap = memory.status(thread_id=thread)
+        ids = [m.id or "" for m in [*archived(memory, thread), *snap.window]]
+        return ids, snap.observations
+
+
+def test_the_quick_start_run_twice_gives_the_same_memory(tmp_path: Path) -> None:
+    """``langchain-om replay examples/data/demo.jsonl`` twice in one folder, as the README says."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "", "GOOGLE_API_KEY": ""}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-m", "langchain_om.cli", "replay", str(DEMO)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        for _ in range(2)
+    ]
+    first, second = (run.stdout.split("What memory holds now:")[1] for run in runs)
+    assert first == second
+    assert "archive: 30 observed messages" in first
+    assert "already holds all 40 messages" in runs[1].stdout
+    assert "Replaying" not in runs[1].stdout
+    ids, _ = _held(tmp_path / "langchain-om.db")
+    assert len(ids) == len(set(ids)) == 40
+
+
+def test_an_interrupted_replay_resumes_and_fresh_starts_over(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var in ("OPENAI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    offline = ["--message-tokens", "120"]  # the offline Observer, in the turn: deterministic
+    db = tmp_path / "om.db"
+    rows = conversation(12)
+    full = write_jsonl(tmp_path / "talk.jsonl", rows)
+    assert main(["replay", str(full), "--db", str(db), *offline]) == 0
+    whole_ids, whole_log = _held(db)
+    assert whole_log and len(whole_ids) == 24
+    capsys.readouterr()
+
+    # Fresh: the thread is emptied, then the file replayed: the same memory as the first time.
+    assert main(["replay", str(full), "--db", str(db), "--fresh", *offline]) == 0
+    assert "Replaying 24 messages" in capsys.readouterr().out
+    assert _held(db) == (whole_ids, whole_log)
+
+    # Interrupted after 10 messages, then run again: the other 14 are added, once each.
+    other = tmp_path / "other.db"
+    progress = Console.progress
+
+    def interrupt(self: Console, done: int, total: int, note: str = "") -> None:
+        if done == 10:
+            raise KeyboardInterrupt
+        progress(self, done, total, note)
+
+    monkeypatch.setattr(Console, "progress", interrupt)
+    assert main(["replay", str(full), "--db", str(other), *offline]) == 130
+    monkeypatch.setattr(Console, "progress", progress)
+    assert len(_held(other)[0]) == 10
+    capsys.readouterr()
+    assert main(["replay", str(full), "--db", str(other), *offline]) == 0
+    out = capsys.readouterr().out
+    assert "already holds 10 of the file's messages (an earlier replay): adding the other 14" in out
+    assert _held(other)[0] == whole_ids
+
+    # Another file into a thread that holds other messages: said plainly, added after them.
+    head = write_jsonl(tmp_path / "head.jsonl", rows[:10])
+    assert main(["replay", str(head), "--db", str(db), *offline]) == 0
+    out = capsys.readouterr().out
+    assert "already holds 24 other messages: the file's are added after them" in out
+    assert "Replaying 10 messages" in out
+    ids, _ = _held(db)
+    assert ids[:24] == whole_ids and len(ids) == 34 == len(set(ids))

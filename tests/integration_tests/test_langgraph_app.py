@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.machinery
 import json
 import os
 import re
@@ -21,12 +22,32 @@ from tests.helpers import POSTGRES_URL, ROOT, require_postgres
 FACT = "I moved to Lisbon last spring and I work from the old tram depot. "
 
 
-def test_langgraph_json_names_the_exported_graphs() -> None:
+def _dev_sys_path(cwd: Path, dependencies: list[str]) -> list[str]:
+    """The folders ``langgraph dev`` adds to ``sys.path``: the working folder, then each
+    ``dependencies`` entry that is a folder there (langgraph-cli resolves them, and the
+    graphs, against the working folder, not the config's)."""
+    return [str(cwd)] + [str(cwd / dep) for dep in dependencies if (cwd / dep).is_dir()]
+
+
+@pytest.mark.parametrize("cwd", [ROOT, APP_DIR], ids=["repo root", "app folder"])
+def test_langgraph_json_finds_both_graphs_from_the_root_and_from_the_app_folder(
+    cwd: Path,
+) -> None:
     config = json.loads((APP_DIR / "langgraph.json").read_text(encoding="utf-8"))
+    search = _dev_sys_path(cwd, config["dependencies"])
+    # Every dependency exists next to the config too (what `langgraph build` requires).
+    assert all((APP_DIR / dep).is_dir() for dep in config["dependencies"])
     app = load_app()
     for name, target in config["graphs"].items():
-        path, attr = target.split(":")
-        assert (APP_DIR / path).is_file()
+        module, attr = target.split(":")
+        assert "/" not in module  # a module, found on sys.path, not a cwd-relative file
+        package, _, leaf = module.rpartition(".")
+        found = importlib.machinery.PathFinder.find_spec(package.split(".")[0], search)
+        assert found is not None and found.submodule_search_locations, (name, search)
+        roots = [Path(p) for p in found.submodule_search_locations]
+        assert any(
+            (r / "langgraph_app" / f"{leaf}.py").resolve() == APP_DIR / "app.py" for r in roots
+        )
         graph = app[attr]
         # The server refuses graphs that bring their own storage.
         assert graph.checkpointer is None and graph.store is None, name

@@ -1,8 +1,10 @@
-"""``langgraph dev`` (``langgraph-cli[inmem]``) loads ``examples/langgraph_app`` and serves it
-over HTTP on loopback; memory's archive lands in the server's store."""
+"""``langgraph dev`` (``langgraph-cli[inmem]``) loads ``examples/langgraph_app`` and serves both
+of its graphs over HTTP on loopback, run from the repository root or from the app folder;
+memory's archive lands in the server's store."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -49,15 +51,35 @@ def _wait_ok(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
     pytest.fail(f"langgraph dev did not answer:\n{log.read_text()[-3000:]}")
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the server and everything it started (its own process group)."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)  # anything of the group still alive
+
+
+@pytest.fixture(params=["repo root", "app folder"])
+def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """``langgraph dev`` as the READMEs run it: from the repository root with
+    ``--config examples/langgraph_app/langgraph.json``, or from the app folder."""
     pytest.importorskip("langgraph_api")
     pytest.importorskip("langgraph_sdk")
     cli = shutil.which("langgraph", path=str(Path(sys.executable).parent))
     if cli is None:
         pytest.skip("langgraph-cli is not installed (pip install 'langgraph-cli[inmem]')")
-    app = tmp_path / "app"  # the server writes its dev persistence next to the config
-    shutil.copytree(APP_DIR, app)
+    # A copy of the repository's layout: the server writes .langgraph_api/ in its working folder.
+    repo = tmp_path / "repo"
+    shutil.copytree(APP_DIR, repo / "examples" / "langgraph_app")
+    if request.param == "repo root":
+        cwd, config = repo, "examples/langgraph_app/langgraph.json"
+    else:
+        cwd, config = repo / "examples" / "langgraph_app", "langgraph.json"
     port = _free_port()
     log = tmp_path / "server.log"
     env = {
@@ -66,23 +88,23 @@ def server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         "LANGSMITH_TRACING": "false",
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
     }
-    command = [cli, "dev", "--config", "langgraph.json", "--port", str(port)]
+    command = [cli, "dev", "--config", config, "--port", str(port)]
     command += ["--host", "127.0.0.1", "--no-browser", "--no-reload"]
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            command, cwd=app, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_ok(url, proc, log)
+        with get_sync_client(url=url) as client:
+            served = {a["graph_id"] for a in client.assistants.search(limit=20)}
+        if served != {"agent", "graph"}:
+            pytest.fail(f"langgraph dev serves {served}:\n{log.read_text()[-3000:]}")
         yield url, log
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        _stop(proc)
+    assert proc.poll() is not None  # no server outlives its test, failed or not
 
 
 @pytest.mark.parametrize("graph", ["agent", "graph"])

@@ -85,9 +85,8 @@ def test_inspect_lists_agent_graph_and_history_threads(
 ) -> None:
     db = tmp_path / "mixed.db"
     write_threads(db, turns=12)
-    code, out = inspect(db, capsys, "--thread", "nobody")
-    assert code == 1
-    assert "Threads: 'g1', 'h1', 'maya'." in out
+    assert main(["inspect", "--db", str(db), "--thread", "nobody"]) == 2
+    assert "Threads: 'g1', 'h1', 'maya'." in capsys.readouterr().err  # one line, on stderr
     code, out = inspect(db, capsys, "--thread", "g1", "--json")
     assert code == 0 and json.loads(out)["source"] == "checkpoint"
     code, out = inspect(db, capsys, "--thread", "h1", "--json")

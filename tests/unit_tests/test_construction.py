@@ -43,10 +43,10 @@ CASES: list[tuple[str, dict[str, Any], type[Exception], str, str]] = [
         "Use one of: anthropic",
     ),
     (
-        "default model, package missing",
-        {},
+        "the default model named, package missing",
+        {"model": "google/gemini-2.5-flash"},
         MissingProviderError,
-        "observation.model",
+        "",
         'pip install "langchain-om[google]"',
     ),
     (

@@ -39,7 +39,7 @@ def test_render_html_escapes_and_marks_priorities() -> None:
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert "Thread t&lt;1&gt;" in html and "Plan the move &amp; pack" in html
     assert "#fdecea" in html and "#eafaf1" in html  # 🔴 and 🟢 backgrounds
-    assert "archive: 1 observed messages" in html
+    assert "archive: 1 observed message<" in html  # one, not "1 messages"
     assert f"{snap.status.messages.tokens:,} / 100 tokens" in html
 
 

@@ -21,7 +21,9 @@ FRONT_DOORS = (
     "_engine_standalone",
     "_cli_backend",
     "_cli_console",
+    "_cli_inspect",
     "_cli_replay",
+    "_cli_storage",
 )
 LOWER_LAYERS = ("langchain_om._core", "langchain_om._plans")
 
