@@ -472,7 +472,7 @@ class ReflectionConfig(OptionGroup):
     """Provider-specific options passed through to the Reflector model."""
     output_budget: Annotated[int | Literal["auto", False], auto_tokens_rule(8000, 64)] = "auto"
     """Output-token budget of each Reflector call: 'auto' derives it from the size the
-    reflection is asked to reach (1.25 times it, at least 512, at most the log), a number
+    reflection is asked to reach (at least 512, at most the log), a number
     fixes it, False leaves only model_settings.max_output_tokens. The reply is streamed and
     stopped at the budget, or as soon as it starts to loop."""
     buffer_activation: Annotated[

@@ -142,6 +142,31 @@ class RoleModels:
         result = await ainvoke_model(attempts, list(request.messages), **kwargs)
         return _parsed(result, request)
 
+    def _small_observer(self, input_tokens: int) -> bool:
+        try:
+            probe = ModelCall(
+                role="observer",
+                messages=[],
+                input_tokens=input_tokens,
+                thread_id="",
+                resource_id=None,
+            )
+            attempts = self.attempts(probe)
+        except Exception:
+            return False
+        return bool(attempts) and small_model(attempts[0].model)
+
+    def hides_previous(self, input_tokens: int) -> bool:
+        """Whether an Observer call over ``input_tokens`` is shown no previous observations.
+
+        A small model (the rule of ``prompt="auto"``) copies the previous observations it is
+        shown back into its reply instead of observing the new messages; it is shown none
+        unless ``observation.previous_observer_tokens`` was set explicitly.
+        """
+        if "previous_observer_tokens" in self.config.observation.model_fields_set:
+            return False
+        return self._small_observer(input_tokens)
+
     def part_tokens(self, input_tokens: int) -> int | None:
         """The part size of an Observer call over ``input_tokens`` (``None``: one call).
 
@@ -154,18 +179,7 @@ class RoleModels:
             return None
         if setting != "auto":
             return int(setting)
-        try:
-            probe = ModelCall(
-                role="observer",
-                messages=[],
-                input_tokens=input_tokens,
-                thread_id="",
-                resource_id=None,
-            )
-            attempts = self.attempts(probe)
-        except Exception:
-            return None
-        return SMALL_MODEL_PART_TOKENS if attempts and small_model(attempts[0].model) else None
+        return SMALL_MODEL_PART_TOKENS if self._small_observer(input_tokens) else None
 
     def model_id(self, role: str, input_tokens: int) -> str | None:
         """``provider/model`` a role would use for an input of ``input_tokens`` (else ``None``)."""

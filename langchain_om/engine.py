@@ -162,6 +162,7 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
             astructured=self._models.astructured,
             memory=self,
             observer_part_tokens=self._models.part_tokens,
+            observer_hides_previous=self._models.hides_previous,
         )
         check_extractors(self.config.reflection.extract, option="reflection.extract")
         self._actors = ActorEnvs(base_env, actor_model)

@@ -307,8 +307,10 @@ def judge_observation(
     """
     limit = observation_limit(input_tokens, observation_tokens)
 
-    def reject(reason: ObservationReason, detail: str, tokens: int = 0) -> ObservationVerdict:
-        return ObservationVerdict(False, reason, detail, "", 0, tokens, limit)
+    def reject(
+        reason: ObservationReason, detail: str, tokens: int = 0, repeated: int = 0
+    ) -> ObservationVerdict:
+        return ObservationVerdict(False, reason, detail, "", 0, tokens, limit, repeated=repeated)
 
     raw = output.raw
     if not raw.strip():
@@ -346,7 +348,11 @@ def judge_observation(
                 _CUT_REASON[cut] if cut is not None else "ungrounded",
                 f"none of its {kept.ungrounded} new lines is supported by the messages",
             )
-        return reject("echo", f"all {kept.repeated} lines repeat the previous observations")
+        return reject(
+            "echo",
+            f"all {kept.repeated} lines repeat the previous observations",
+            repeated=kept.repeated,
+        )
     tokens = count(kept.text)
     if tokens > limit:
         return reject(

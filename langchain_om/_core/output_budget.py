@@ -41,8 +41,8 @@ BudgetSetting = int | Literal["auto", False]
 OBSERVER_SHARE = 0.3
 """An observation may hold up to this share of its batch's tokens."""
 
-REFLECTOR_SHARE = 1.25
-"""A reflection may run this far past the size it is asked for (and is then judged)."""
+REFLECTOR_SHARE = 1.0
+"""A reflection may be as large as the size it is asked for (a larger one fails anyway)."""
 
 FLOOR_TOKENS = 512
 """No call gets less than this (small batches, short logs)."""

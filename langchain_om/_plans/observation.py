@@ -140,8 +140,10 @@ def call_observer(
     before the loop, which cover the messages up to the last one they are drawn from
     (``covered``). A rejected reply (:func:`~langchain_om._core.acceptance.judge_observation`)
     is retried once with a format reminder (a looping one also at a lower temperature), then
-    the cycle fails. ``hide_previous`` leaves the previous observations out of the prompt (see
-    :func:`previous_view`).
+    the cycle fails; a reply that only re-emitted the log it was shown is retried without it.
+    ``hide_previous`` leaves the previous observations out of the prompt (see
+    :func:`previous_view`), as does a small Observer model (it copies them back instead of
+    observing; ``TurnEnv.observer_hides_previous``).
 
     Raises:
         ObserverOutputError: both replies were rejected; ``reason`` holds the reason code.
@@ -163,19 +165,25 @@ def call_observer(
         message_max_tokens=message_max_tokens or observer_message_budget(env),
     )
     context = {**cycle.context(), "source": "observation"}
-    prompt = build_observer_messages(
-        history=history,
-        previous=previous_view(env, record, pending_texts, hidden=hide_previous),
-        prior_hints={
-            **{k: str(v) for k, v in record["hints"].items()},
-            **prior_values(extractors, record["extracted"]),
-        },
-        instruction=cfg.observation.instruction,
-        instruction_mode=cfg.observation.instruction_mode,
-        hints=cfg.observer_hints,
-        thread_title=cfg.observation.thread_title,
-        extractors=[(e.slug, e.text(context)) for e in extractors],
-    )
+    tokens = env.counter.count_messages(seen)
+    hidden = hide_previous or env.observer_hides_previous(tokens)
+
+    def prompt_for(hidden: bool) -> list[BaseMessage]:
+        return build_observer_messages(
+            history=history,
+            previous=previous_view(env, record, pending_texts, hidden=hidden),
+            prior_hints={
+                **{k: str(v) for k, v in record["hints"].items()},
+                **prior_values(extractors, record["extracted"]),
+            },
+            instruction=cfg.observation.instruction,
+            instruction_mode=cfg.observation.instruction_mode,
+            hints=cfg.observer_hints,
+            thread_title=cfg.observation.thread_title,
+            extractors=[(e.slug, e.text(context)) for e in extractors],
+        )
+
+    prompt = prompt_for(hidden)
     instructions = instruction_text(prompt)
     sources = Sources([_source_text(m) for m in seen])
     # Lines about forwarded images and files cannot be checked against text: a complete
@@ -183,7 +191,7 @@ def call_observer(
     loose = None if history.attachments else sources
     log = "\n".join([log_text(record["groups"]), *pending_texts])
     budget = observer_budget(
-        env.counter.count_messages(seen),
+        tokens,
         sections=_sections(cfg, len(extractors)),
         setting=cfg.observation.output_budget,
     )
@@ -244,6 +252,9 @@ def call_observer(
                         reason=reason,
                     )
                 )
+            if reason == "echo" and verdict.repeated and not hidden:
+                # The reply copied the log it was shown: the retry shows none of it.
+                hidden, prompt = True, prompt_for(True)
             send = with_format_reminder(prompt, reason)
             if reason == "degenerate":
                 temperature = LOOP_RETRY_TEMPERATURE

@@ -52,6 +52,9 @@ class TurnEnv:
     """The :class:`~langchain_om.ObservationalMemory` the plans run for (shown to dynamic
     extractor instructions and transform hooks as ``ctx["memory"]``)."""
     observer_part_tokens: Callable[[int], int | None] = lambda tokens: None
+    observer_hides_previous: Callable[[int], bool] = lambda tokens: False
+    """``batch_tokens -> hide``: whether the model a batch goes to is shown no previous
+    observations (a small model with ``observation.previous_observer_tokens`` left unset)."""
     """``batch_tokens -> part size``: the largest batch one Observer call reads
     (``observation.part_tokens`` for the model a batch of that size goes to), or ``None``."""
 

@@ -214,7 +214,7 @@ def test_output_budgets_follow_the_input_and_the_setting() -> None:
     assert observer_budget(10**7, sections=0) == CEILING_TOKENS
     assert observer_budget(20_000, sections=2, setting=900) == 900
     assert observer_budget(20_000, sections=2, setting=False) is None
-    assert reflector_budget(30_000, target_tokens=8_000, sections=0) == 10_000
+    assert reflector_budget(30_000, target_tokens=8_000, sections=0) == 8_000
     assert reflector_budget(500, target_tokens=8_000, sections=0) == FLOOR_TOKENS  # never below
     assert reflector_budget(3_000, target_tokens=8_000, sections=0) == 3_000  # at most the log
 

@@ -177,3 +177,53 @@ def test_every_observer_and_reflector_call_is_bound_to_its_output_budget() -> No
     )
     capped.observe(thread_id="t", messages=batch)
     assert [call.kwargs["max_tokens"] for call in fixed.calls] == [700]
+
+
+def test_a_reply_that_re_emits_the_log_is_retried_without_the_log() -> None:
+    """The retry after an echo of the log shows the Observer none of it."""
+    shown: list[bool] = []
+
+    def copier(messages: list[BaseMessage], info: RecordedCall) -> str:
+        prompt = messages[-1].text
+        shown.append("These are already recorded" in prompt)
+        if info.index == 0:  # the first cycle observes honestly
+            return (
+                "<observations>\nDate: Dec 2, 2026\n* 🔴 (09:00) " + _say(0) + "\n</observations>"
+            )
+        if shown[-1]:  # later, shown the log, it copies it back
+            return (
+                "<observations>\nDate: Dec 2, 2026\n* 🔴 (09:00) " + _say(0) + "\n</observations>"
+            )
+        return "<observations>\nDate: Dec 2, 2026\n* 🔴 (09:05) " + _say(1) + "\n</observations>"
+
+    memory = ObservationalMemory(
+        model=FunctionChatModel(function=copier), observation={"message_tokens": 50_000}
+    )
+    memory.observe(thread_id="t", messages=[HumanMessage(_say(0), id="u0")])
+    snap = memory.observe(thread_id="t", messages=[HumanMessage(_say(1), id="u1")])
+    assert shown == [False, True, False]  # no log yet; the log shown; the retry without it
+    assert "Bergen for the 4th" in snap.observations and len(snap.window) == 0
+
+
+def test_a_small_observer_is_shown_no_previous_observations() -> None:
+    prompts: list[str] = []
+
+    def observe(messages: list[BaseMessage], info: RecordedCall) -> str:
+        prompts.append(messages[-1].text)
+        said = messages[-1].text.split("): ", 1)[1].split("\n")[0]
+        return f"<observations>\nDate: Dec 2, 2026\n* 🔴 (09:00) User said: {said}\n</observations>"
+
+    small = FunctionChatModel(function=observe, model_name="qwen2.5-1.5b-instruct")
+    memory = ObservationalMemory(model=small, observation={"message_tokens": 50_000})
+    for i in range(2):
+        memory.observe(thread_id="t", messages=[HumanMessage(_say(i), id=f"u{i}")])
+    assert "These are already recorded" not in prompts[1]
+    assert "recorded observation" in prompts[1]  # it is told the log exists
+    told = FunctionChatModel(function=observe, model_name="qwen2.5-1.5b-instruct")
+    shown = ObservationalMemory(
+        model=told, observation={"message_tokens": 50_000, "previous_observer_tokens": 2_000}
+    )
+    prompts.clear()
+    for i in range(2):
+        shown.observe(thread_id="t", messages=[HumanMessage(_say(i), id=f"u{i}")])
+    assert "These are already recorded" in prompts[1]  # set explicitly: shown as asked
