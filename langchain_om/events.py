@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "ActivationEvent",
+    "ArchiveEvent",
     "BufferedObservationsStatus",
     "BufferedReflectionStatus",
     "BufferingEndEvent",
@@ -107,6 +108,30 @@ class StatusEvent(_Event):
     thread_id: str
     step_number: int
     generation_count: int
+
+
+class ArchiveEvent(_Event):
+    """``data-om-archive``: archive mode retired the oldest observation groups.
+
+    Nothing was rewritten and no model was called: the groups moved, word for word, into the
+    archive entry ``archive_id``, and the agent now sees them as rows of its catalog.
+    """
+
+    type: Literal["data-om-archive"] = "data-om-archive"
+    archive_id: str
+    archived_at: str
+    groups_archived: int
+    tokens_archived: int
+    """Observation tokens of the retired groups."""
+    observation_tokens: int
+    """Tokens of the live log after archiving."""
+    catalog_tokens: int
+    """Tokens of the catalog the agent is shown."""
+    archive_count: int
+    """Archive entries on this record's chain, this one included."""
+    generation_count: int
+    record_id: str
+    thread_id: str
 
 
 class _CycleStartEvent(_CycleEvent):
@@ -273,6 +298,7 @@ OMEvent = (
     | ThreadUpdateEvent
     | TemporalGapEvent
     | ContextOverflowEvent
+    | ArchiveEvent
 )
 """Any OM event."""
 
@@ -289,6 +315,7 @@ _EVENT_TYPES: dict[str, type[_Event]] = {
         ActivationEvent,
         ThreadUpdateEvent,
         TemporalGapEvent,
+        ArchiveEvent,
     )
 }
 _ALIASES = {"data-system-reminder": "data-om-temporal-gap"}

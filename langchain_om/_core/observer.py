@@ -221,6 +221,9 @@ class ObserverOutput:
     """The answer was a repetition loop and must not be used."""
     raw: str
     """The unparsed answer."""
+    parts: tuple[tuple[int, int], ...] = ()
+    """A batch observed in parts: ``(lines, messages)`` of each part, in order (the lines of
+    ``observations`` each part wrote and how many messages it was written from)."""
 
 
 _LIST_LINE = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+\S")

@@ -29,6 +29,7 @@ from langchain_om._core.degenerate import is_degenerate
 from langchain_om._core.markup import neutralise
 from langchain_om._core.observer import ObserverOutput
 from langchain_om._core.observer_prompts import OBSERVATION_FORMAT_GUIDE
+from langchain_om._core.receipts import reflection_receipts
 from langchain_om._core.retention import RetentionReason, check_reflection
 from langchain_om._core.types import ObservationGroup, OMRecord
 from langchain_om.errors import ReflectorOutputError
@@ -557,6 +558,9 @@ def apply_reflection(
         "observed_at": now,
         "sources": sources,
     }
+    receipts = reflection_receipts(head)
+    if receipts:
+        reflection["receipts"] = receipts
 
     new = copy.deepcopy(record)
     new["groups"] = [reflection, *copy.deepcopy(tail)]

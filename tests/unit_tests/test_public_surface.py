@@ -209,6 +209,7 @@ PINNED: dict[str, list[str]] = {
     ],
     "langchain_om.events": [
         "ActivationEvent",
+        "ArchiveEvent",
         "BufferedObservationsStatus",
         "BufferedReflectionStatus",
         "BufferingEndEvent",
@@ -336,6 +337,7 @@ PINNED: dict[str, list[str]] = {
     ],
     "langchain_om.tools": [
         "create_memory_tool",
+        "create_recall_code_tool",
         "create_recall_tool",
     ],
 }
