@@ -31,6 +31,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langchain_om._cli_backend import Backend, open_backend, open_memory
 from langchain_om._cli_console import Console, Spinner, enable_line_editing, read_line
+from langchain_om._cli_receipts import receipts_data, receipts_text
 from langchain_om._cli_replay import ReplayFormatError, load_conversation
 from langchain_om._version import __version__
 from langchain_om.display import render_text, render_windows
@@ -202,9 +203,13 @@ def cmd_inspect(args: argparse.Namespace, console: Console) -> int:
                 "window_messages": len(snap.window),
                 "archived_messages": _archived(memory, snap),
             }
+            if args.receipts:
+                data["receipts"] = receipts_data(memory, snap)
             console.say(json.dumps(data, ensure_ascii=False, indent=2))
         else:
             console.say(_summary(memory, snap, args.max_lines))
+            if args.receipts:
+                console.say(receipts_text(memory, snap))
     return 0
 
 
@@ -266,6 +271,11 @@ def build_parser() -> argparse.ArgumentParser:
     replay.set_defaults(handler=cmd_replay)
     inspect = sub.add_parser("inspect", parents=[common], help="show what memory holds")
     inspect.add_argument("--json", action="store_true", help="print the record and status as JSON")
+    inspect.add_argument(
+        "--receipts",
+        action="store_true",
+        help="show each observation line's source messages and the tokens saved",
+    )
     inspect.add_argument(
         "--checkpoint",
         default=None,

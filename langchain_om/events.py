@@ -22,12 +22,14 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "ActivationEvent",
     "ArchiveEvent",
+    "ArchiveStatus",
     "BufferedObservationsStatus",
     "BufferedReflectionStatus",
     "BufferingEndEvent",
     "BufferingFailedEvent",
     "BufferingStartEvent",
     "ContextOverflowEvent",
+    "MemorySavings",
     "OMEvent",
     "ObservationEndEvent",
     "ObservationFailedEvent",
@@ -94,6 +96,31 @@ class BufferedReflectionStatus(BaseModel):
     status: BufferStatus = "idle"
 
 
+class MemorySavings(BaseModel):
+    """What memory saves: tokens of the messages it observed against what it shows instead."""
+
+    model_config = ConfigDict(frozen=True)
+
+    observed_tokens: int = 0
+    """Tokens of every message observed so far (they left the agent's context)."""
+    context_tokens: int = 0
+    """Tokens of the memory shown in their place: the observation log and archive catalog."""
+    tokens_saved: int = 0
+    """``observed_tokens - context_tokens`` (0 when the memory is the larger)."""
+
+
+class ArchiveStatus(BaseModel):
+    """Archive mode's state: entries on the record's chain and the catalog shown."""
+
+    model_config = ConfigDict(frozen=True)
+
+    archives: int = 0
+    catalog_tokens: int = 0
+    after_tokens: int
+    keep_tokens: int
+    max_catalog_tokens: int
+
+
 class StatusEvent(_Event):
     """``data-om-status``: a snapshot before every model call."""
 
@@ -108,6 +135,10 @@ class StatusEvent(_Event):
     thread_id: str
     step_number: int
     generation_count: int
+    savings: MemorySavings = Field(default_factory=MemorySavings)
+    """Tokens of the observed messages against the memory shown for them."""
+    archive: ArchiveStatus | None = None
+    """Archive mode only: its entries and catalog."""
 
 
 class ArchiveEvent(_Event):

@@ -196,6 +196,20 @@ def create_recall_tool(
     return parts.tool(plan_for, name=name, description=TOOL_DESCRIPTION, schema=RecallInput)
 
 
+def recall_settings(
+    memory: RecallMemory, *, token_budget: int = 8000, vector: bool | None = None
+) -> RecallSettings:
+    """How recall reads ``memory`` (search on or off, budget, token counting, archive mode)."""
+    retrieval = memory.config.retrieval
+    return RecallSettings(
+        vector=vector if vector is not None else bool(retrieval and retrieval.vector),
+        token_budget=token_budget,
+        count=memory.counter.count_text,
+        min_score=retrieval.min_score if retrieval is not None else RecallSettings.min_score,
+        archive_mode=memory.config.observation.archive is not None,
+    )
+
+
 class _ToolParts:
     """What a recall tool is made of: settings, the store it reads, the caller of a run."""
 
@@ -218,13 +232,7 @@ class _ToolParts:
             raise OMUsageError(f"token_budget must be at least 100, got {token_budget}")
         self.scope, self.thread_id, self.resource_id = chosen, thread_id, resource_id
         self.memory = memory
-        self.settings = RecallSettings(
-            vector=vector if vector is not None else bool(retrieval and retrieval.vector),
-            token_budget=token_budget,
-            count=memory.counter.count_text,
-            min_score=retrieval.min_score if retrieval is not None else RecallSettings.min_score,
-            archive_mode=memory.config.observation.archive is not None,
-        )
+        self.settings = recall_settings(memory, token_budget=token_budget, vector=vector)
         self.default = Executor(store=memory.store, call_model=_no_model, acall_model=_ano_model)
 
     def executor(self) -> Executor:
