@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,7 +73,7 @@ def actor(messages: list[BaseMessage], info: RecordedCall) -> AIMessage:
     return AIMessage(f"[{reply_id}] Noted. " + "ok " * 10, id=reply_id)
 
 
-def all_lines(record: dict[str, Any]) -> list[str]:
+def all_lines(record: Mapping[str, Any]) -> list[str]:
     """Every observation line of a record's live log."""
     return [
         line.strip()
