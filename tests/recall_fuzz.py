@@ -304,14 +304,18 @@ def _branch_reply(messages: list[BaseMessage], info: RecordedCall) -> AIMessage:
     return AIMessage(f"reply to {last.text[:7]} " + "ok " * 12, id=f"{last.id}-r")
 
 
-def build_branches(memory: ObservationalMemory, door: str) -> tuple[Any, dict[str, Any]]:
+def build_branches(
+    memory: ObservationalMemory, door: str, thread: str | None = None
+) -> tuple[Any, dict[str, Any]]:
     """A thread of 48 messages forked at message 36: ``(app, {"orig": state, "fork": state})``.
 
     Both branches observe after the fork, so each has archived messages the other lacks.
     """
     actor = FunctionChatModel(function=_branch_reply)
     app = build_agent(memory, actor) if door == "agent" else build_graph(memory, actor)
-    cfg: RunnableConfig = {"configurable": {"thread_id": f"branches-{door}", "resource_id": "u"}}
+    cfg: RunnableConfig = {
+        "configurable": {"thread_id": thread or f"branches-{door}", "resource_id": "u"}
+    }
 
     def run(tag: str, turns: range, config: RunnableConfig) -> None:
         for i in turns:
@@ -332,9 +336,9 @@ def build_branches(memory: ObservationalMemory, door: str) -> tuple[Any, dict[st
     return app, {"orig": original, "fork": forked}
 
 
-def _branch_args(rng: random.Random, ids: list[str]) -> dict[str, Any]:
+def _branch_args(rng: random.Random, ids: list[str], search: bool) -> dict[str, Any]:
     """A random search or page query (cursors from both branches included)."""
-    if rng.random() < 0.5:
+    if search and rng.random() < 0.5:
         query = " ".join(rng.sample(BRANCH_WORDS, rng.randint(1, 3)))
         if rng.random() < 0.3:
             query += f" {rng.choice(ids)}"
@@ -358,19 +362,30 @@ def _branch_args(rng: random.Random, ids: list[str]) -> dict[str, Any]:
 
 
 def run_branch_fuzz(
-    memory: ObservationalMemory, door: str, queries: int, seed: int = 0
+    memory: ObservationalMemory,
+    door: str,
+    queries: int,
+    seed: int = 0,
+    *,
+    search: bool = True,
+    thread: str | None = None,
 ) -> BranchReport:
-    """``queries`` random search and page queries on each branch of a fork at message 36/48."""
+    """``queries`` random search and page queries on each branch of a fork at message 36/48.
+
+    ``search=False`` asks page queries only (a store without a vector index).
+    """
     rng = random.Random(seed)
-    _, states = build_branches(memory, door)
+    _, states = build_branches(memory, door, thread)
     recall = create_recall_tool(memory)
-    cfg: RunnableConfig = {"configurable": {"thread_id": f"branches-{door}", "resource_id": "u"}}
+    cfg: RunnableConfig = {
+        "configurable": {"thread_id": thread or f"branches-{door}", "resource_id": "u"}
+    }
     ids = [f"orig-{i:02d}" for i in range(24)] + [f"fork-{i:02d}" for i in range(6)]
     ids += [f"{i}-r" for i in ids]
     report = BranchReport()
     for branch, other in (("orig", FORK), ("fork", ORIGINAL_AFTER_FORK)):
         for _ in range(queries):
-            args = _branch_args(rng, ids)
+            args = _branch_args(rng, ids, search)
             result = json.loads(recall.invoke({**args, "state": states[branch]}, cfg))
             report.calls[branch] = report.calls.get(branch, 0) + 1
             found = result.get("messages") or result.get("results") or []
