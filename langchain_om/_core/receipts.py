@@ -142,29 +142,17 @@ def find_line(record: Mapping[str, Any], ref: str) -> LineReceipt | None:
     if not wanted:
         return None
     groups: list[ObservationGroup] = list(record.get("groups") or [])
-    for group in groups:  # an id names one line exactly
-        for index, line in enumerate(group["text"].splitlines()):
-            if _is_line(line) and line_id(group["id"], index).lower() == wanted:
-                return LineReceipt(
-                    line_id(group["id"], index),
-                    line.strip(),
-                    group,
-                    index,
-                    line_spans(group, index),
-                )
-    for group in reversed(groups):
-        lines = group["text"].splitlines()
-        for index in range(len(lines) - 1, -1, -1):
-            line = lines[index]
-            if _is_line(line) and wanted in " ".join(line.split()).lower():
-                return LineReceipt(
-                    line_id(group["id"], index),
-                    line.strip(),
-                    group,
-                    index,
-                    line_spans(group, index),
-                )
-    return None
+    lines = [(g, i, line) for g in groups for i, line in enumerate(g["text"].splitlines())]
+    lines = [(g, i, line) for g, i, line in lines if _is_line(line)]
+    by_id = (x for x in lines if line_id(x[0]["id"], x[1]).lower() == wanted)
+    by_text = (x for x in reversed(lines) if wanted in " ".join(x[2].split()).lower())
+    found = next(by_id, None) or next(by_text, None)  # an id names one line exactly
+    if found is None:
+        return None
+    group, index, line = found
+    return LineReceipt(
+        line_id(group["id"], index), line.strip(), group, index, line_spans(group, index)
+    )
 
 
 @dataclass(frozen=True)

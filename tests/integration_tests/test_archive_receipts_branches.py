@@ -11,6 +11,7 @@ new memory, as after a restart) and PostgreSQL.
 from __future__ import annotations
 
 import json
+import sqlite3
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,8 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.store.memory import InMemoryStore
 
 from langchain_om import ObservationalMemory
 from langchain_om.testing import FunctionChatModel, HashEmbeddings, RecordedCall, memory_model
@@ -116,6 +119,29 @@ def test_a_fork_pages_only_its_own_branch(
         report = run_branch_fuzz(
             memory, door, 100, seed=21, search=False, thread=f"br-{uuid.uuid4().hex[:8]}"
         )
+    assert report.leaks == [] and report.calls == {"orig": 100, "fork": 100}
+    assert report.items > 400
+
+
+@pytest.mark.parametrize("door", ["agent", "graph"])
+def test_a_forks_search_never_returns_the_other_branch_with_sqlite_checkpoints(
+    door: str, tmp_path: Path
+) -> None:
+    """Checkpoints (the forks) in a SQLite file; the search index in an indexed in-memory store
+    (this machine's ``sqlite3`` loads no extension, so SQLite itself has no vector search)."""
+    conn = sqlite3.connect(tmp_path / "checkpoints.db", check_same_thread=False)
+    store = InMemoryStore(index={"embed": HashEmbeddings(dims=64), "dims": 64, "fields": ["text"]})
+    memory = ObservationalMemory(
+        checkpointer=SqliteSaver(conn),
+        store=store,
+        retrieval={"vector": True, "min_score": 0.0},
+        **_branch_options(),
+    )
+    try:
+        report = run_branch_fuzz(memory, door, 100, seed=23)
+    finally:
+        memory.close()
+        conn.close()
     assert report.leaks == [] and report.calls == {"orig": 100, "fork": 100}
     assert report.items > 400
 
