@@ -11,6 +11,7 @@ new memory, as after a restart) and PostgreSQL.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import uuid
 from collections.abc import Iterator
@@ -24,9 +25,11 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.memory import InMemoryStore
 
 from langchain_om import ObservationalMemory
+from langchain_om.cli import main
 from langchain_om.testing import FunctionChatModel, HashEmbeddings, RecordedCall, memory_model
 from langchain_om.tools import create_recall_tool
-from tests.helpers import POSTGRES_URL, build_agent, require_postgres
+from tests.helpers import POSTGRES_URL, build_agent, require_postgres, write_jsonl
+from tests.integration_tests.test_cli import SMALL, conversation
 from tests.integration_tests.test_from_postgres import pgvector_url  # noqa: F401 (fixture)
 from tests.recall_fuzz import run_branch_fuzz
 from tests.receipts_run import ObserverLog, actor, all_lines, check_receipts, turn
@@ -214,3 +217,28 @@ def test_archived_groups_read_back_word_for_word_after_a_restart(
         archived = [m.id for m in memory.archived_messages(thread, record=state["om_record"])]
         window = [m.id for m in state["messages"] if isinstance(m, (HumanMessage, AIMessage))]
         assert len(archived) + len(window) == 80 and not set(archived) & set(window)
+
+
+# -- langchain-om inspect --receipts ----------------------------------------------------------
+
+
+def test_inspect_receipts_lists_each_line_with_its_messages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "om.db"
+    rows = conversation(12)
+    main(["replay", str(write_jsonl(tmp_path / "t.jsonl", rows)), "--db", str(db), *SMALL])
+    capsys.readouterr()
+    assert main(["inspect", "--db", str(db), "--receipts"]) == 0
+    text = capsys.readouterr().out
+    assert "Receipts (observation line → source messages):" in text
+    assert re.search(r"Tokens saved: \d+ \(messages observed \d+, memory shown \d+\)", text)
+    assert main(["inspect", "--db", str(db), "--json", "--receipts"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    receipts = data["receipts"]
+    assert receipts and all(r["message_ids"] for r in receipts)
+    assert data["status"]["savings"]["tokens_saved"] >= 0
+    with ObservationalMemory.from_sqlite(str(db), model=memory_model()) as memory:
+        for row in receipts:
+            assert memory.receipt("default", row["line_id"])["message_ids"] == row["message_ids"]
+            assert row["line_id"] in text
