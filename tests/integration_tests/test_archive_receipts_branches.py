@@ -10,6 +10,7 @@ new memory, as after a restart) and PostgreSQL.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sqlite3
@@ -28,7 +29,7 @@ from langchain_om import ObservationalMemory
 from langchain_om.cli import main
 from langchain_om.testing import FunctionChatModel, HashEmbeddings, RecordedCall, memory_model
 from langchain_om.tools import create_recall_tool
-from tests.helpers import POSTGRES_URL, build_agent, require_postgres, write_jsonl
+from tests.helpers import POSTGRES_URL, build_agent, build_graph, require_postgres, write_jsonl
 from tests.integration_tests.test_cli import SMALL, conversation
 from tests.integration_tests.test_from_postgres import pgvector_url  # noqa: F401 (fixture)
 from tests.recall_fuzz import run_branch_fuzz
@@ -177,9 +178,10 @@ def _actor() -> FunctionChatModel:
     return FunctionChatModel(function=reply)
 
 
+@pytest.mark.parametrize("door", ["agent", "graph", "agent-async"])
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_archived_groups_read_back_word_for_word_after_a_restart(
-    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+    kind: str, door: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     where = _where(kind, tmp_path, request)
     options: dict[str, Any] = {
@@ -191,13 +193,17 @@ def test_archived_groups_read_back_word_for_word_after_a_restart(
     cfg: RunnableConfig = {"configurable": {"thread_id": thread, "resource_id": "u"}}
     seen: dict[str, str] = {}
     with _open(kind, where, **options) as memory:
-        agent = build_agent(memory, _actor(), tools=[])
+        app = (build_graph if door == "graph" else build_agent)(memory, _actor())
         for i in range(40):
             text = f"turn {i}: I like topic {i} " + "words " * 40
-            agent.invoke({"messages": [HumanMessage(text, id=f"{thread}-h{i}")]}, cfg)
-            record = memory.read_state(agent.get_state(cfg).values)
+            inputs = {"messages": [HumanMessage(text, id=f"{thread}-h{i}")]}
+            if door == "agent-async":
+                asyncio.run(app.ainvoke(inputs, cfg))
+            else:
+                app.invoke(inputs, cfg)
+            record = memory.read_state(app.get_state(cfg).values)
             seen.update({g["id"]: g["text"] for g in record["groups"]})
-        state = agent.get_state(cfg).values
+        state = app.get_state(cfg).values
     with _open(kind, where, **options) as memory:
         snap = memory.status(thread_id=thread)
         assert snap.status.archive is not None and snap.status.archive.archives >= 3
@@ -242,3 +248,47 @@ def test_inspect_receipts_lists_each_line_with_its_messages(
         for row in receipts:
             assert memory.receipt("default", row["line_id"])["message_ids"] == row["message_ids"]
             assert row["line_id"] in text
+
+
+# -- recall code mode ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_an_agent_program_reads_an_archived_thread(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    where = _where(kind, tmp_path, request)
+    thread = f"code-{uuid.uuid4().hex[:8]}"
+    program = (
+        "seen = []\n"
+        "page = recall(mode='messages', anchor='start', limit=100)\n"
+        "for m in page['messages']:\n"
+        "    if m['role'] == 'human':\n"
+        "        seen.append(m['parts'][0]['text'].split(':')[0])\n"
+        "return {'seen': seen, 'total': page['total_messages']}"
+    )
+
+    def reply(messages: list[BaseMessage], info: RecordedCall) -> AIMessage:
+        last = messages[-1]
+        if isinstance(last, HumanMessage) and last.text == "what did I say?":
+            call = {"name": "execute_memory_recall", "args": {"code": program}, "id": "p1"}
+            return AIMessage("", tool_calls=[call])
+        return AIMessage("ok " * 10)
+
+    options: dict[str, Any] = {
+        "model": memory_model(),
+        "observation": {"message_tokens": 300, "buffer_tokens": False},
+        "retrieval": {"code_mode": True},
+    }
+    cfg: RunnableConfig = {"configurable": {"thread_id": thread, "resource_id": "u"}}
+    with _open(kind, where, **options) as memory:
+        agent = build_agent(memory, FunctionChatModel(function=reply), tools=[])
+        for i in range(12):
+            agent.invoke({"messages": [HumanMessage(f"turn {i}: " + "words " * 40)]}, cfg)
+        state = agent.invoke({"messages": [HumanMessage("what did I say?")]}, cfg)
+        record = agent.get_state(cfg).values["om_record"]
+        assert record["observed_message_count"] > 10  # most of it is archived
+    answer = next(m for m in reversed(state["messages"]) if m.type == "tool")
+    result = json.loads(answer.text)
+    assert result["success"] and result["calls"] == 1
+    assert result["result"]["seen"][:12] == [f"turn {i}" for i in range(12)]
