@@ -99,7 +99,9 @@ def random_args(
         return None
 
     args: dict[str, Any] = {}
-    args["mode"] = rng.choice(["messages"] * 5 + ["threads", "threads", "search"])
+    args["mode"] = rng.choice(
+        ["messages"] * 5 + ["threads", "threads", "search", "source", "observations"]
+    )
     for key, value in (
         ("cursor", pick_id),
         ("thread_id", lambda: rng.choice([*all_threads, "current", "", "nope", None])),
@@ -113,6 +115,9 @@ def random_args(
         ("before", lambda: rng.choice(["2030-01-01", "garbage", "2026-11-30T09:00"])),
         ("after", lambda: rng.choice(["2020-01-01", "soon"])),
         ("query", lambda: rng.choice(["secret", "PIN", ""])),
+        ("line", lambda: rng.choice(["secret", "reply", "said", "L000000", ""])),
+        ("archive_id", lambda: rng.choice(["oma_0", "", "x"])),
+        ("text", lambda: rng.choice(["secret", "words"])),
     ):
         if rng.random() < 0.45:
             args[key] = value()
