@@ -506,10 +506,16 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
     def _shown_cap(self, record: OMRecord) -> int | None:
         """The most observation tokens the memory context shows: the reflection's block_after.
 
-        ``None`` when fractional thresholds cannot be resolved (no agent model known yet).
+        In archive mode (no reflection), ``after_tokens`` plus one observation's worth: the
+        most a live log holds before its oldest groups retire. ``None`` when fractional
+        thresholds cannot be resolved (no agent model known yet).
         """
         try:
-            return self._actor_env(None, record)[1].config.reflection.block_after_tokens
+            config = self._actor_env(None, record)[1].config
+            archive = config.observation.archive
+            if archive is not None:
+                return archive.after_tokens + config.observation.block_after_tokens
+            return config.reflection.block_after_tokens
         except OMConfigError:
             return None
 

@@ -385,3 +385,21 @@ def test_a_fork_reads_only_its_own_archive() -> None:
     assert "o turn 25" in on_original and "f turn" not in on_original
     assert "f turn 3" in on_fork and "o turn 1" in on_fork  # its own, and the shared past
     assert not any(f"o turn {i}:" in on_fork for i in range(20, 45))  # not the original's
+
+
+def test_a_live_log_above_the_reflection_cap_is_shown_whole_in_archive_mode() -> None:
+    options = {"message_tokens": 300, "buffer_tokens": False}
+    big = {"after_tokens": 100_000, "keep_tokens": 150, "max_catalog_tokens": 300}
+    memory, _ = _memory(observation={**options, "archive": big})
+    reflecting, _ = _memory(
+        observation=options, reflection={"observation_tokens": 400, "block_after": 500}
+    )
+    for i in range(30):
+        memory.add_messages("t", _turn(i), resource_id="u")
+    record = memory.status(thread_id="t").record
+    assert record["observation_tokens"] > 500 and "archive" not in record
+    shown = memory.render(record).text
+    assert all(line in shown for g in record["groups"] for line in g["text"].splitlines()[1:])
+    # the cap is archive mode's (after_tokens and one observation), not the reflection's
+    assert memory._shown_cap(record) == 100_000 + 360
+    assert reflecting._shown_cap(record) == 500
