@@ -318,10 +318,10 @@ def _read_group(
         "count": 0,
     }
     rows = [_entry_row(e, g, view.thread_id) for e, g in listed]
-    cut = fit_budget(rows, budget.tokens // 2, budget.count)
-    result["archives"], result["count"] = cut.entries, len(cut.entries)
-    if cut.truncated and cut.entries:
-        next_cursor = str(cut.entries[-1]["archive_id"])
+    kept = fit_budget(rows, budget.tokens // 2, budget.count).entries or rows[:1]
+    result["archives"], result["count"] = kept, len(kept)  # the entry read is always listed
+    if len(kept) < len(rows):
+        next_cursor = str(kept[-1]["archive_id"])
     if next_cursor:
         result["next_cursor"] = next_cursor
     room = max(budget.tokens - budget.count(json_text(result)) - ENVELOPE_MARGIN, 50)

@@ -23,10 +23,11 @@ from langchain_om._core.archive import (
     group_label,
     plan_archive,
 )
+from langchain_om._core.group_keys import _groups
 from langchain_om._core.tokens import TokenCounter
 from langchain_om.errors import OMConfigError
 from langchain_om.events import ArchiveEvent, OMEvent
-from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
+from langchain_om.testing import FunctionChatModel, HashEmbeddings, RecordedCall, memory_model
 from langchain_om.tools import create_recall_tool
 from tests.helpers import FIXED, build_agent, build_graph
 
@@ -403,3 +404,56 @@ def test_a_live_log_above_the_reflection_cap_is_shown_whole_in_archive_mode() ->
     # the cap is archive mode's (after_tokens and one observation), not the reflection's
     assert memory._shown_cap(record) == 100_000 + 360
     assert reflecting._shown_cap(record) == 500
+
+
+def test_observations_mode_searches_by_meaning_and_checks_its_arguments() -> None:
+    memory, _ = _memory(
+        retrieval={"vector": True, "min_score": 0.0}, embeddings=HashEmbeddings(dims=64)
+    )
+    recall = create_recall_tool(memory)
+    cfg: RunnableConfig = {"configurable": {"thread_id": "t", "resource_id": "u"}}
+
+    def call(**args: Any) -> dict[str, Any]:
+        return dict(json.loads(recall.invoke({"mode": "observations", **args}, cfg)))
+
+    assert "Nothing is archived" in call()["error"]
+    for i in range(40):
+        memory.add_messages("t", _turn(i), resource_id="u")
+    found = call(query="topic 2 words", limit=3)
+    assert 1 <= found["count"] <= 3 and found["observations"].startswith("Date:")
+    archived = {g["group_id"] for a in call(limit=20)["archives"] for g in a["groups"]}
+    assert {g["group_id"] for a in found["archives"] for g in a["groups"]} <= archived
+    first = found["archives"][0]
+    ids = {"archive_id": first["archive_id"], "group_id": first["groups"][0]["group_id"]}
+    assert "between 0 and" in call(**ids, char_offset=10**6)["error"]
+    assert "needs archive_id and group_id" in call(char_offset=3)["error"]
+    assert "not an archive id" in call(cursor="oma_nope")["error"]
+    assert "is not in archive" in call(archive_id=first["archive_id"], group_id="g0")["error"]
+    small = create_recall_tool(memory, token_budget=150)
+    cut = json.loads(small.invoke({"mode": "observations", "limit": 20}, cfg))
+    assert cut["next_cursor"] and cut["count"] < len(call(limit=20)["archives"])
+
+
+def test_source_mode_reads_groups_by_key_and_explains_lines_without_receipts() -> None:
+    memory, _ = _memory()
+    app = build_graph(memory, _actor())
+    cfg: RunnableConfig = {"configurable": {"thread_id": "k", "resource_id": "u"}}
+    for i in range(12):
+        app.invoke({"messages": [_turn(i, "k")[0]]}, cfg)
+    state = app.get_state(cfg).values
+    line = "User said: k turn 1: I like topic 1"
+    _groups.clear()  # a process that never read these groups: they come from the store
+    recall = create_recall_tool(memory, token_budget=150)
+    result = json.loads(recall.invoke({"mode": "source", "line": line, "state": state}, cfg))
+    assert result["message_ids"][0] == "kh0" and result["truncated"]
+    record = memory.read_state(state)
+    old = {
+        **record,
+        "groups": [{k: v for k, v in g.items() if k != "receipts"} for g in record["groups"]],
+    }
+    bare = memory.receipt("k", line, record=old)
+    assert (
+        bare["message_ids"] == []
+        and "no receipt" in bare["note"]
+        and "cursor='kh0'" in bare["note"]
+    )

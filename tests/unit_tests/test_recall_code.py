@@ -211,3 +211,85 @@ def test_an_agent_runs_a_program_through_its_tool() -> None:
     assert model.calls[-1].tool_names == ["execute_memory_recall"]
     last = json.loads(str(answers[-1].content))
     assert last["success"] and "q5" in last["result"]["codes"]
+
+
+@pytest.mark.parametrize(
+    ("code", "value"),
+    [
+        ("x: int = 4\nreturn x", 4),
+        ("n = 0\nwhile True:\n    n += 1\n    if n > 3:\n        break\nreturn n", 4),
+        (
+            "n = 0\nt = 0\nwhile n < 5:\n    n += 1\n    if n % 2:\n        continue\n"
+            "    t += n\nreturn t",
+            6,
+        ),
+        (
+            "t = 0\nfor i in range(6):\n    if i % 2:\n        continue\n    t += i\n"
+            "else:\n    t += 100\nreturn t",
+            106,
+        ),
+        ("return (0 or '') or 'last', 1 and 2 and 0", ("last", 0)),
+        ("return {i % 3 for i in range(9)}", {0, 1, 2}),
+        (
+            "return [1, 2] != [1], 2 <= 2, 3 > 1, 3 >= 4, 1 not in [2], None is not 1",
+            (True, True, True, False, True, True),
+        ),
+        ("d = {'a': [1]}\nd['a'] += [2]\nreturn d", {"a": [1, 2]}),
+        ("return min([3, 1], key=lambda v: v), -(2), +3", (1, -2, 3)),
+        ("return 'abc'[::-1], (1, 2, 3)[1:]", ("cba", (2, 3))),
+        ("return 7 // 2, 7 % 2, 2 ** 3, 7 / 2, 1 - 3", (3, 1, 8, 3.5, -2)),
+    ],
+)
+def test_the_interpreter_covers_its_statements(code: str, value: Any) -> None:
+    assert _run(code).value == value
+
+
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        ("return 2 ** 60 * 2 ** 60 * 2 ** 60 * 2 ** 60 * 2 ** 60", "number grew too large"),
+        ("return '1'.zfill(10 ** 7)", "grew past"),
+        ("for x in 5:\n    pass", "a for loop goes over"),
+        ("a, b = [1, 2, 3]", "cannot unpack"),
+        ("s = 'ab'\ns[0] = 'x'", "only list items and dict keys"),
+        ("x.y = 1", r"only names, x\[key\]"),
+        ("return {**{}}", "spread in a dict"),
+        ("return lambda v: v", "Lambda expressions are not available"),
+        ("return ['a'] * 300000", "grew past"),
+        ("return 'a' - 1", "unsupported operand"),
+        ("return 1 / 0", "division by zero"),
+        ("return 'x %s' % 1", "Mod operator is not available"),
+        ("return 1 << 2", "LShift operator is not available"),
+        ("return 5[0]", "can be indexed"),
+        ("return {'a': 1}[0:1]", "cannot be sliced"),
+        ("return [i for i in 7]", "comprehension goes over"),
+        ("return len(*[1])", r"\*args and \*\*kwargs"),
+        ("return [1].index(5)", "index()"),
+        ("x = 1\nreturn x()", r"only recall\(\), print\(\)"),
+        ("return len([1], key=lambda v: v)", "key= takes a lambda"),
+        ("return sorted([1], key=lambda a, b: a)", "one argument"),
+        ("return max([], key=lambda v: v)", "empty sequence"),
+        ("return sorted([1, 'a'], key=lambda v: v)", "sorted()"),
+        ("return recall('threads')", "keyword arguments"),
+        ("(a, b) += 1", "augmented assignment"),
+        ("x = 3\nreturn f'{x:{x}}'", "cannot hold an expression"),
+        ("return f'{1:" + "x" * 30 + "}'", "format specification is not available"),
+        ("return f'{1:zz}'", "Unknown format code"),
+        ("return ~1", "Invert operator is not available"),
+        ("return 1 < 'a'", "not supported"),
+        ("return 'a' @ 'b'", "MatMult"),
+        ("return [" * 400 + "]" * 400, "nested too deeply|syntax error|too many"),
+    ],
+)
+def test_the_interpreter_names_what_it_refuses(code: str, message: str) -> None:
+    with pytest.raises(CodeError, match=message):
+        _run(code)
+
+
+def test_time_runs_out_before_a_recall_call() -> None:
+    ticks = iter([False, True])
+    with pytest.raises(CodeError, match="ran out of time"):
+        _run(
+            "recall(mode='threads')\nrecall(mode='threads')",
+            limits=Limits(expired=lambda: next(ticks)),
+        )
