@@ -14,6 +14,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
+from langchain_om._cli_receipts import receipts_data, receipts_text
 from langchain_om._cli_storage import CLIError, shown
 from langchain_om.display import render_text
 from langchain_om.engine import ObservationalMemory, ThreadSnapshot
@@ -116,10 +117,13 @@ def inspect_thread(
     if args.checkpoint is not None:
         _check_checkpoint(memory, args)
     snap = memory.status(thread_id=args.thread, checkpoint_id=args.checkpoint)
+    receipts = bool(getattr(args, "receipts", False))
     if not args.json:
         say(summary(memory, snap, args.max_lines))
+        if receipts:
+            say(receipts_text(memory, snap))
         return 0
-    data = {
+    data: dict[str, object] = {
         "thread_id": snap.thread_id,
         "source": snap.source,
         "checkpoint_id": snap.checkpoint_id,
@@ -131,5 +135,7 @@ def inspect_thread(
         "window_messages": len(snap.window),
         "archived_messages": archived_count(memory, snap),
     }
+    if receipts:
+        data["receipts"] = receipts_data(memory, snap)
     say(json.dumps(data, ensure_ascii=False, indent=2))
     return 0

@@ -248,6 +248,80 @@ def _model_settings(temperature: float) -> BeforeValidator:
     return BeforeValidator(validate)
 
 
+class ArchiveConfig(OptionGroup):
+    """Archive mode: retire the oldest whole observation groups instead of reflecting.
+
+    When the log reaches ``after_tokens``, its oldest groups move to an archive in the store
+    (nothing is rewritten, no model is called), the newest ``keep_tokens`` of groups stay
+    live, and the agent sees a catalog of what was retired, at most ``max_catalog_tokens``
+    long; ``recall(mode="observations")`` reads retired groups back word for word.
+    """
+
+    after_tokens: Annotated[int, positive_tokens(40_000)] = 40_000
+    """Observation tokens at which the oldest groups are retired."""
+    keep_tokens: Annotated[int, positive_tokens(8_000)] = 8_000
+    """Observation tokens of the newest groups that stay live (below after_tokens)."""
+    max_catalog_tokens: Annotated[int, positive_tokens(2_000)] = 2_000
+    """Most tokens of the catalog of retired groups shown to the agent."""
+
+    @model_validator(mode="after")
+    def _check_keep_below_after(self) -> Self:
+        if self.keep_tokens >= self.after_tokens:
+            raise InvalidOption(
+                f"is {self.keep_tokens} tokens, not below after_tokens ({self.after_tokens})",
+                "Keep fewer tokens live than the size that triggers archiving, e.g. "
+                "after_tokens=40000 with keep_tokens=8000.",
+                option="keep_tokens",
+            )
+        return self
+
+
+def _archive_option(value: Any) -> Any:
+    """``observation.archive``: ``True`` is the defaults, ``False``/``None`` is off."""
+    if value is True:
+        return ArchiveConfig()
+    if value is False or value is None:
+        return None
+    if isinstance(value, (Mapping, ArchiveConfig)):
+        return value
+    raise InvalidOption(
+        f"must be True, False or a dict of after_tokens/keep_tokens/max_catalog_tokens, got "
+        f"{brief(value)}",
+        "Pass archive=True for the defaults (40000 / 8000 / 2000), or e.g. "
+        "{'after_tokens': 40000, 'keep_tokens': 8000, 'max_catalog_tokens': 2000}.",
+    )
+
+
+class CodeModeConfig(OptionGroup):
+    """Recall code mode: the agent reads memory by running a short program over ``recall``.
+
+    The program is a small, side-effect-free subset of Python run by memory's own interpreter
+    (no imports, no attributes beyond plain string, list and dict methods, no file, network or
+    process access); it calls ``recall(...)`` with the tool's arguments and returns a value.
+    """
+
+    timeout: float = Field(default=10.0, gt=0, le=300)
+    """Seconds a program may run (its recall reads included)."""
+    max_calls: int = Field(default=20, gt=0, le=200)
+    """Most recall calls one program makes."""
+    max_steps: int = Field(default=100_000, ge=1_000, le=10_000_000)
+    """Most evaluation steps of one program (loops count every pass)."""
+
+
+def _code_mode_option(value: Any) -> Any:
+    """``retrieval.code_mode``: ``True`` is the defaults, ``False``/``None`` is off."""
+    if value is True:
+        return CodeModeConfig()
+    if value is False or value is None:
+        return None
+    if isinstance(value, (Mapping, CodeModeConfig)):
+        return value
+    raise InvalidOption(
+        f"must be True, False or a dict of timeout/max_calls/max_steps, got {brief(value)}",
+        "Pass code_mode=True for the defaults, or e.g. {'timeout': 10, 'max_calls': 20}.",
+    )
+
+
 class ObservationConfig(OptionGroup):
     """Options of the Observer, which turns unobserved messages into observations."""
 
@@ -367,6 +441,11 @@ class ObservationConfig(OptionGroup):
     accepted)."""
     tool_result_max_tokens: Annotated[int, positive_tokens(10_000)] = 10_000
     """Tool results longer than this are truncated before the Observer sees them."""
+    archive: Annotated[ArchiveConfig | None, BeforeValidator(_archive_option)] = None
+    """Archive mode (off by default): ``True`` or ``{after_tokens, keep_tokens,
+    max_catalog_tokens}`` (40000 / 8000 / 2000) retires the oldest groups into a catalogued
+    archive instead of reflecting; it replaces reflection, so no reflection option may be set
+    with it."""
 
     @model_validator(mode="after")
     def _check_instruction_mode(self) -> Self:
@@ -546,6 +625,10 @@ class RetrievalConfig(OptionGroup):
     min_score: float = Field(default=0.25, ge=0, le=1)
     """Relevance floor of ``mode="search"``: hits with a lower similarity score are dropped
     (a query that matches nothing says so instead of returning the nearest noise)."""
+    code_mode: Annotated[CodeModeConfig | None, BeforeValidator(_code_mode_option)] = None
+    """Recall code mode (off by default): ``True`` or ``{timeout, max_calls, max_steps}``
+    gives the agent ``execute_memory_recall`` in place of ``recall``: one short program that
+    calls ``recall(...)`` as often as it needs and returns only what it computed."""
 
 
 class Hooks(OptionGroup):

@@ -29,6 +29,7 @@ from langchain_om._core.record import coerce_record
 from langchain_om._core.types import OMRecord
 from langchain_om._engine_io import Runs, ThreadSnapshot, as_messages, context_messages
 from langchain_om._plans.effects import Plan
+from langchain_om._plans.recall import Caller, RecallInput, recall_plan
 from langchain_om._plans.resource_turn import shared_view_plan
 from langchain_om._plans.standalone import StandaloneRequest, ThreadState, load_plan, step_plan
 from langchain_om._plans.storage import archived_messages_plan, forget_plan, thread_ids_plan
@@ -41,8 +42,10 @@ from langchain_om._plans.working_memory import (
     working_memory_value,
 )
 from langchain_om.config import ObservationalMemoryConfig
+from langchain_om.errors import OMUsageError
 from langchain_om.extractors import Extractor
 from langchain_om.locks import hold_async
+from langchain_om.tools import RecallMemory, recall_settings
 
 __all__ = ["StandaloneCalls"]
 
@@ -393,6 +396,58 @@ class StandaloneCalls:
     ) -> list[BaseMessage]:
         """Async twin of :meth:`archived_messages`."""
         return await self._runs.arun(archived_messages_plan(thread_id, record))
+
+    def receipt(
+        self,
+        thread_id: str,
+        line: str,
+        *,
+        resource_id: str | None = None,
+        record: OMRecord | dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The receipt of one observation line: the archived messages it was written from.
+
+        Args:
+            thread_id: the thread.
+            line: the line's id (``L`` + 6 hex, as the memory tool shows it) or its text (or a
+                part of it); a line of the live log, else of archive mode's retired groups.
+            resource_id: with it, raises ``OMUsageError`` when the thread is another's.
+            record: read this record (a graph checkpoint's ``om_record``: forks keep their own
+                receipts); default: the thread's latest, as :meth:`status` reads it.
+
+        Returns:
+            ``{"line_id", "text", "group_id", "kind", "observed_at", "message_count",
+            "message_ids", "messages", ...}``, the messages rendered as recall shows them (the
+            first page; ``message_ids`` lists them all, up to 1000).
+
+        Raises:
+            OMUsageError: no line matches, or the thread belongs to another resource.
+        """
+        rec = record if record is not None else self.status(thread_id=thread_id).record
+        return self._runs.run(self._receipt_plan(thread_id, line, resource_id, rec))
+
+    async def areceipt(
+        self,
+        thread_id: str,
+        line: str,
+        *,
+        resource_id: str | None = None,
+        record: OMRecord | dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Async twin of :meth:`receipt`."""
+        rec = record if record is not None else (await self.astatus(thread_id=thread_id)).record
+        return await self._runs.arun(self._receipt_plan(thread_id, line, resource_id, rec))
+
+    def _receipt_plan(
+        self, thread_id: str, line: str, resource_id: str | None, record: Any
+    ) -> Plan[dict[str, Any]]:
+        settings = recall_settings(cast("RecallMemory", self))
+        caller = Caller(thread_id, resource_id, self.config.scope, None, coerce_record(record))
+        args = RecallInput(mode="source", line=line, limit=100)
+        result = yield from recall_plan(settings, caller, args)
+        if "error" in result:
+            raise OMUsageError(str(result["error"]))
+        return {k: v for k, v in result.items() if k != "mode"}
 
     def list_threads(self) -> list[str]:
         """Ids of every thread, sorted.

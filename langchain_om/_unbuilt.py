@@ -140,6 +140,12 @@ _RESOURCE_ONLY: tuple[tuple[str, _Test, str], ...] = (
         "extractors, the working memory's included, do not run in resource scope yet.",
     ),
     ("reflection.extract", lambda c: c.reflection.extract, f"{_NO_EXTRACTORS}."),
+    (
+        "observation.archive",
+        lambda c: c.observation.archive is not None,
+        "the shared log of a resource is reflected, not archived: its lines carry no archive "
+        "positions per thread yet.",
+    ),
 )
 
 UNBUILT_IN_RESOURCE_SCOPE: tuple[Unbuilt, ...] = tuple(

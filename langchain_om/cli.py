@@ -427,6 +427,11 @@ def build_parser() -> argparse.ArgumentParser:
     replay.set_defaults(handler=cmd_replay)
     inspect = sub.add_parser("inspect", parents=[common], help="show what memory holds")
     inspect.add_argument("--json", action="store_true", help="print the record and status as JSON")
+    inspect.add_argument(
+        "--receipts",
+        action="store_true",
+        help="show each observation line's source messages and the tokens saved",
+    )
     shown_checkpoint = inspect.add_mutually_exclusive_group()
     shown_checkpoint.add_argument(
         "--checkpoint",

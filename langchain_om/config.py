@@ -208,6 +208,14 @@ class ObservationalMemoryConfig(OptionGroup):
                     "observation.message_tokens.",
                     option="reflection.observation_tokens",
                 )
+        reflection_set = sorted(self.reflection.model_fields_set)
+        if self.observation.archive is not None and reflection_set:
+            raise InvalidOption(
+                f"replaces reflection, but reflection.{reflection_set[0]} is set too",
+                "Archive mode retires old groups instead of reflecting them: drop the "
+                "reflection options, or turn observation.archive off.",
+                option="observation.archive",
+            )
         thread = self.scope == "thread"
         if thread and self.share_token_budget and self.observation.buffer_tokens is not False:
             raise InvalidOption(

@@ -60,10 +60,14 @@ from langchain_om._store_index import EmbeddingsSpec, check_vector_store, defaul
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import OMConfigError, OMUsageError
 from langchain_om.events import OMEvent
-from langchain_om.extractors import check_extractors, observation_extractors
+from langchain_om.extractors import (
+    check_extractors,
+    observation_extractors,
+    with_archive_summary,
+)
 from langchain_om.locks import LocalThreadLock, ThreadLock
 from langchain_om.retry import RetryPolicy
-from langchain_om.tools import create_memory_tool, create_recall_tool
+from langchain_om.tools import create_memory_tool, create_recall_code_tool, create_recall_tool
 
 logger = logging.getLogger("langchain_om")
 
@@ -156,7 +160,9 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
             model_id=self._models.model_id,
             running=self._background.running,
             vector=bool(self.config.retrieval and self.config.retrieval.vector),
-            extractors=self._extractors,
+            extractors=with_archive_summary(
+                self._extractors, self.config.observation.archive is not None
+            ),
             timezone=timezone,
             structured=self._models.structured,
             astructured=self._models.astructured,
@@ -378,9 +384,19 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
 
     @property
     def tools(self) -> list[BaseTool]:
-        """Tools the agent gets: ``recall`` with retrieval, ``memory`` with ``memory_tool``."""
+        """Tools the agent gets: ``recall`` (or ``execute_memory_recall``), ``memory``.
+
+        ``recall`` comes with retrieval, ``execute_memory_recall`` in its place with
+        ``retrieval.code_mode``, and ``memory`` with ``memory_tool``.
+        """
         if self._tools is None:
-            self._tools = [create_recall_tool(self)] if self.config.retrieval_enabled else []
+            retrieval = self.config.retrieval if self.config.retrieval_enabled else None
+            if retrieval is None:
+                self._tools = []
+            elif retrieval.code_mode is not None:  # one program in place of many calls
+                self._tools = [create_recall_code_tool(self)]
+            else:
+                self._tools = [create_recall_tool(self)]
             if self.config.memory_tool:
                 self._tools.append(create_memory_tool(self))
         return list(self._tools)
@@ -494,10 +510,16 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
     def _shown_cap(self, record: OMRecord) -> int | None:
         """The most observation tokens the memory context shows: the reflection's block_after.
 
-        ``None`` when fractional thresholds cannot be resolved (no agent model known yet).
+        In archive mode (no reflection), ``after_tokens`` plus one observation's worth: the
+        most a live log holds before its oldest groups retire. ``None`` when fractional
+        thresholds cannot be resolved (no agent model known yet).
         """
         try:
-            return self._actor_env(None, record)[1].config.reflection.block_after_tokens
+            config = self._actor_env(None, record)[1].config
+            archive = config.observation.archive
+            if archive is not None:
+                return archive.after_tokens + config.observation.block_after_tokens
+            return config.reflection.block_after_tokens
         except OMConfigError:
             return None
 

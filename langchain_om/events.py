@@ -21,12 +21,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "ActivationEvent",
+    "ArchiveEvent",
+    "ArchiveStatus",
     "BufferedObservationsStatus",
     "BufferedReflectionStatus",
     "BufferingEndEvent",
     "BufferingFailedEvent",
     "BufferingStartEvent",
     "ContextOverflowEvent",
+    "MemorySavings",
     "OMEvent",
     "ObservationEndEvent",
     "ObservationFailedEvent",
@@ -93,6 +96,31 @@ class BufferedReflectionStatus(BaseModel):
     status: BufferStatus = "idle"
 
 
+class MemorySavings(BaseModel):
+    """What memory saves: tokens of the messages it observed against what it shows instead."""
+
+    model_config = ConfigDict(frozen=True)
+
+    observed_tokens: int = 0
+    """Tokens of every message observed so far (they left the agent's context)."""
+    context_tokens: int = 0
+    """Tokens of the memory shown in their place: the observation log and archive catalog."""
+    tokens_saved: int = 0
+    """``observed_tokens - context_tokens`` (0 when the memory is the larger)."""
+
+
+class ArchiveStatus(BaseModel):
+    """Archive mode's state: entries on the record's chain and the catalog shown."""
+
+    model_config = ConfigDict(frozen=True)
+
+    archives: int = 0
+    catalog_tokens: int = 0
+    after_tokens: int
+    keep_tokens: int
+    max_catalog_tokens: int
+
+
 class StatusEvent(_Event):
     """``data-om-status``: a snapshot before every model call."""
 
@@ -107,6 +135,34 @@ class StatusEvent(_Event):
     thread_id: str
     step_number: int
     generation_count: int
+    savings: MemorySavings = Field(default_factory=MemorySavings)
+    """Tokens of the observed messages against the memory shown for them."""
+    archive: ArchiveStatus | None = None
+    """Archive mode only: its entries and catalog."""
+
+
+class ArchiveEvent(_Event):
+    """``data-om-archive``: archive mode retired the oldest observation groups.
+
+    Nothing was rewritten and no model was called: the groups moved, word for word, into the
+    archive entry ``archive_id``, and the agent now sees them as rows of its catalog.
+    """
+
+    type: Literal["data-om-archive"] = "data-om-archive"
+    archive_id: str
+    archived_at: str
+    groups_archived: int
+    tokens_archived: int
+    """Observation tokens of the retired groups."""
+    observation_tokens: int
+    """Tokens of the live log after archiving."""
+    catalog_tokens: int
+    """Tokens of the catalog the agent is shown."""
+    archive_count: int
+    """Archive entries on this record's chain, this one included."""
+    generation_count: int
+    record_id: str
+    thread_id: str
 
 
 class _CycleStartEvent(_CycleEvent):
@@ -288,6 +344,7 @@ OMEvent = (
     | ThreadUpdateEvent
     | TemporalGapEvent
     | ContextOverflowEvent
+    | ArchiveEvent
 )
 """Any OM event."""
 
@@ -304,6 +361,7 @@ _EVENT_TYPES: dict[str, type[_Event]] = {
         ActivationEvent,
         ThreadUpdateEvent,
         TemporalGapEvent,
+        ArchiveEvent,
     )
 }
 _ALIASES = {"data-system-reminder": "data-om-temporal-gap"}

@@ -35,8 +35,18 @@ __all__ = [
     "run_extractors",
 ]
 
+ARCHIVE_SUMMARY_SLUG = "archive-summary"
+"""Section in which the Observer labels its new observations for the archive catalog."""
+
 RESERVED_SLUGS = frozenset(
-    {"current-task", "suggested-response", "thread-title", "observations", "thread"}
+    {
+        "current-task",
+        "suggested-response",
+        "thread-title",
+        "observations",
+        "thread",
+        ARCHIVE_SUMMARY_SLUG,
+    }
 )
 """Slugs that name the Observer's own sections."""
 
@@ -213,6 +223,33 @@ class WorkingMemoryExtractor(Extractor):
             )
             object.__setattr__(self, "instructions", text)
         super().__post_init__()
+
+
+ARCHIVE_SUMMARY_INSTRUCTIONS = """\
+One line of at most 15 words naming what the new observations are about (the people, \
+topics and decisions), to label them in a catalog of older memory. No dates, no priority \
+marks."""
+
+
+@dataclass(frozen=True)
+class _ArchiveSummary(Extractor):
+    """Archive mode's built-in section: the label of a group in the archive catalog.
+
+    Kept on the group (not in ``record["extracted"]``) and never shown back to the Observer.
+    """
+
+    name: str = "Archive Summary"
+    instructions: str | Callable[[Mapping[str, Any]], str] = ARCHIVE_SUMMARY_INSTRUCTIONS
+    include_previous_extraction: bool = False
+    metadata_key_path: str | bool | None = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "slug", ARCHIVE_SUMMARY_SLUG)
+
+
+def with_archive_summary(extractors: Sequence[Extractor], archive: bool) -> list[Extractor]:
+    """``extractors`` plus archive mode's catalog label when ``archive`` is on."""
+    return [*extractors, _ArchiveSummary()] if archive else list(extractors)
 
 
 def working_memory_extractor(extractors: Sequence[Extractor]) -> WorkingMemoryExtractor | None:

@@ -18,6 +18,7 @@ The modes themselves (``messages``, ``threads``, ``search``) are plans of store 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Protocol
 
@@ -28,14 +29,18 @@ from langgraph.prebuilt import InjectedState
 from langgraph.runtime import get_runtime
 from langgraph.store.base import BaseStore
 from langgraph.types import Command
-from pydantic import ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
+from langchain_om._config_parts import CodeModeConfig
+from langchain_om._core.group_keys import GROUP_KEYS
 from langchain_om._core.line_edits import edit_line, find_lines
 from langchain_om._core.recall import json_text
+from langchain_om._core.recall_code import Limits
 from langchain_om._core.record import coerce_record
 from langchain_om._core.tokens import TokenCounter
 from langchain_om._plans.effects import Executor, ModelCall, Plan, run_async, run_sync
 from langchain_om._plans.graph_state import (
+    OM_STATE_KEY,
     memory_enabled,
     record_update,
     run_ids,
@@ -49,6 +54,7 @@ from langchain_om._plans.recall import (
     nonempty_str,
     recall_plan,
 )
+from langchain_om._plans.recall_code import code_plan, recall_signature
 from langchain_om._run_store import run_store
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import ObservationalMemoryError, OMUsageError
@@ -67,7 +73,7 @@ class RecallMemory(Protocol):
     def counter(self) -> TokenCounter: ...
 
 
-__all__ = ["create_memory_tool", "create_recall_tool"]
+__all__ = ["create_memory_tool", "create_recall_code_tool", "create_recall_tool"]
 
 TOOL_DESCRIPTION = """\
 Read the original messages behind your memory (your observations only summarise them).
@@ -76,6 +82,11 @@ observation group's `_range: start:end`); page 1 starts there, page -1 is just b
 Without a cursor, `anchor` "start" or "end" reads from the beginning or the end.
 - mode="threads": list conversations (optionally `before` / `after` ISO dates).
 - mode="search": find messages by meaning with `query` (only when semantic search is on).
+- mode="observations": archived observation groups (archive mode): with `archive_id` and \
+`group_id` from the <archived-observations> catalog, one group word for word; without them, \
+the archive newest first (`cursor` = an archive id to continue after; `text`, `before` / \
+`after` filter; `query` searches by meaning).
+- mode="source": the messages one observation `line` was written from (its id or its text).
 `detail` "low" gives previews, "high" full text; `part_index` reads one part in full; \
 `part_type` / `tool_name` show only matching parts. Results are JSON; when `truncated` is true, \
 continue from `next_cursor`."""
@@ -108,7 +119,18 @@ def _caller(
             msgs = [m for m in state["messages"] if isinstance(m, BaseMessage)]
             window = split_messages(msgs).window
     own_record = record if record is not None and record.get("thread_id") == thread_id else None
-    return Caller(thread_id, resource_id, scope, window, own_record)
+    return Caller(thread_id, resource_id, scope, window, own_record, _group_keys(state, own_record))
+
+
+def _group_keys(
+    state: Mapping[str, Any] | None, record: Mapping[str, Any] | None
+) -> tuple[str, ...]:
+    """The content keys naming ``record``'s groups in graph state (when it holds none)."""
+    if record is None or record.get("groups") or not isinstance(state, Mapping):
+        return ()
+    body = state.get(OM_STATE_KEY)
+    keys = body.get(GROUP_KEYS) if isinstance(body, Mapping) else None
+    return tuple(str(k) for k in keys) if isinstance(keys, list) else ()
 
 
 def _runtime() -> Any:
@@ -166,67 +188,188 @@ def create_recall_tool(
         >>> create_recall_tool(memory).name
         'recall'
     """
+    parts = _ToolParts(memory, scope, token_budget, vector, thread_id, resource_id)
+
+    def plan_for(config: RunnableConfig, kwargs: dict[str, Any]) -> Plan[dict[str, Any]]:
+        args = RecallInput.model_validate(kwargs)
+        return recall_plan(parts.settings, parts.caller(config, args.state), args)
+
+    return parts.tool(plan_for, name=name, description=TOOL_DESCRIPTION, schema=RecallInput)
+
+
+def recall_settings(
+    memory: RecallMemory, *, token_budget: int = 8000, vector: bool | None = None
+) -> RecallSettings:
+    """How recall reads ``memory`` (search on or off, budget, token counting, archive mode)."""
     retrieval = memory.config.retrieval
-    chosen_scope: Literal["thread", "resource"] = scope or (
-        retrieval.scope if retrieval is not None else "resource"
-    )
-    if chosen_scope not in ("thread", "resource"):
-        raise OMUsageError(f"scope must be 'thread' or 'resource', got {chosen_scope!r}")
-    if token_budget < 100:
-        raise OMUsageError(f"token_budget must be at least 100, got {token_budget}")
-    settings = RecallSettings(
+    return RecallSettings(
         vector=vector if vector is not None else bool(retrieval and retrieval.vector),
         token_budget=token_budget,
         count=memory.counter.count_text,
         min_score=retrieval.min_score if retrieval is not None else RecallSettings.min_score,
+        archive_mode=memory.config.observation.archive is not None,
     )
-    default = Executor(store=memory.store, call_model=_no_model, acall_model=_ano_model)
 
-    def executor() -> Executor:
+
+class _ToolParts:
+    """What a recall tool is made of: settings, the store it reads, the caller of a run."""
+
+    def __init__(
+        self,
+        memory: RecallMemory,
+        scope: Literal["thread", "resource"] | None,
+        token_budget: int,
+        vector: bool | None,
+        thread_id: str | None,
+        resource_id: str | None,
+    ) -> None:
+        retrieval = memory.config.retrieval
+        chosen: Literal["thread", "resource"] = scope or (
+            retrieval.scope if retrieval is not None else "resource"
+        )
+        if chosen not in ("thread", "resource"):
+            raise OMUsageError(f"scope must be 'thread' or 'resource', got {chosen!r}")
+        if token_budget < 100:
+            raise OMUsageError(f"token_budget must be at least 100, got {token_budget}")
+        self.scope, self.thread_id, self.resource_id = chosen, thread_id, resource_id
+        self.memory = memory
+        self.settings = recall_settings(memory, token_budget=token_budget, vector=vector)
+        self.default = Executor(store=memory.store, call_model=_no_model, acall_model=_ano_model)
+
+    def executor(self) -> Executor:
         """On the graph run's store when the tool runs inside one, else on ``memory.store``."""
         store = run_store(_runtime())
-        if store is None or store is memory.store:
-            return default
+        if store is None or store is self.memory.store:
+            return self.default
         return Executor(store=store, call_model=_no_model, acall_model=_ano_model)
 
-    def plan_for(config: RunnableConfig, kwargs: dict[str, Any]) -> Plan[dict[str, Any]]:
-        args = RecallInput.model_validate(kwargs)
-        caller = _caller(
-            scope=chosen_scope,
-            bound_thread=thread_id,
-            bound_resource=resource_id,
+    def caller(self, config: RunnableConfig, state: Mapping[str, Any] | None) -> Caller:
+        return _caller(
+            scope=self.scope,
+            bound_thread=self.thread_id,
+            bound_resource=self.resource_id,
             config=config,
-            state=args.state,
+            state=state,
         )
-        return recall_plan(settings, caller, args)
 
-    def run(config: RunnableConfig, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        if not memory_enabled(config):
-            return json_text(MEMORY_OFF), MEMORY_OFF
-        try:
-            result = run_sync(plan_for(config, kwargs), executor())
-        except Exception as exc:  # the tool answers; it never raises into the agent
-            result = _error_result(exc)
-        return json_text(result), result
+    def tool(
+        self,
+        plan_for: Any,
+        *,
+        name: str,
+        description: str,
+        schema: type[BaseModel],
+    ) -> StructuredTool:
+        """A tool running ``plan_for(config, kwargs)`` sync or async; it never raises.
 
-    async def arun(config: RunnableConfig, **kwargs: Any) -> tuple[str, dict[str, Any]]:
-        if not memory_enabled(config):
-            return json_text(MEMORY_OFF), MEMORY_OFF
-        try:
-            result = await run_async(plan_for(config, kwargs), executor())
-        except Exception as exc:  # the tool answers; it never raises into the agent
-            result = _error_result(exc)
-        return json_text(result), result
+        A request with memory off (``configurable={"langchain_om": {"enabled": False}}``)
+        gets the memory-off answer and reads nothing.
+        """
 
-    return StructuredTool.from_function(
-        func=run,
-        coroutine=arun,
-        name=name,
-        description=TOOL_DESCRIPTION,
-        args_schema=RecallInput,
-        response_format="content_and_artifact",
-        handle_validation_error=_validation_message,
-    )
+        def run(config: RunnableConfig, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+            if not memory_enabled(config):
+                return json_text(MEMORY_OFF), MEMORY_OFF
+            try:
+                result = run_sync(plan_for(config, kwargs), self.executor())
+            except Exception as exc:  # the tool answers; it never raises into the agent
+                result = _error_result(exc)
+            return json_text(result), result
+
+        async def arun(config: RunnableConfig, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+            if not memory_enabled(config):
+                return json_text(MEMORY_OFF), MEMORY_OFF
+            try:
+                result = await run_async(plan_for(config, kwargs), self.executor())
+            except Exception as exc:  # the tool answers; it never raises into the agent
+                result = _error_result(exc)
+            return json_text(result), result
+
+        return StructuredTool.from_function(
+            func=run,
+            coroutine=arun,
+            name=name,
+            description=description,
+            args_schema=schema,
+            response_format="content_and_artifact",
+            handle_validation_error=_validation_message,
+        )
+
+
+CODE_TOOL_NAME = "execute_memory_recall"
+
+CODE_TOOL_DESCRIPTION = (
+    "Read your memory by running one short program instead of many recall calls. Write "
+    "plain Python statements that call `recall(...)` (keyword arguments as the recall tool "
+    "takes them; each call returns its JSON result as a dict), shape the results in code "
+    "(filter, count, join) and end with `return <value>`. Only `recall`, `print` and basic "
+    "builtins (len, sorted, min, max, sum, range, enumerate, zip, str, int, list, dict, set, "
+    "…) and plain str/list/dict methods exist: no imports, no attributes, no files or "
+    "network.\n"
+    'Example: r = recall(mode="search", query="flight booking")\n'
+    'return [x["preview"] for x in r["results"][:3]]'
+)
+
+
+class RecallCodeInput(BaseModel):
+    """Arguments of the ``execute_memory_recall`` tool."""
+
+    code: str = Field(description="The program: Python statements ending with `return <value>`.")
+    state: Annotated[dict[str, Any] | None, InjectedState] = None
+
+
+def create_recall_code_tool(
+    memory: RecallMemory,
+    *,
+    scope: Literal["thread", "resource"] | None = None,
+    token_budget: int = 8000,
+    name: str = CODE_TOOL_NAME,
+    vector: bool | None = None,
+    thread_id: str | None = None,
+    resource_id: str | None = None,
+) -> StructuredTool:
+    """Build recall code mode's tool (``execute_memory_recall``) for ``memory``.
+
+    The agent passes one program; it runs in memory's own interpreter (a small subset of
+    Python with no imports, attributes, files, network or clock) and every ``recall(...)`` it
+    calls is the ``recall`` tool's call for the same caller, with the same scope and identity
+    rules. The answer is ``{"success": true, "result": …, "calls": n}`` or ``{"success":
+    false, "error": {"message", "line"}}``. ``retrieval.code_mode`` sets the program's
+    limits (``timeout`` seconds, ``max_calls``, ``max_steps``; defaults without it).
+
+    Args:
+        memory: the engine whose store holds the archive.
+        scope: as :func:`create_recall_tool`.
+        token_budget: most tokens of one recall result, and of the program's answer.
+        name: the tool name.
+        vector: as :func:`create_recall_tool`.
+        thread_id: bind the tool to this thread instead of the run config's.
+        resource_id: bind the tool to this resource instead of the run config's.
+
+    Example:
+        >>> from langchain_om import ObservationalMemory
+        >>> from langchain_om.tools import create_recall_code_tool
+        >>> from langchain_om.testing import memory_model
+        >>> memory = ObservationalMemory(model=memory_model(), retrieval={"code_mode": True})
+        >>> create_recall_code_tool(memory).name
+        'execute_memory_recall'
+    """
+    parts = _ToolParts(memory, scope, token_budget, vector, thread_id, resource_id)
+    retrieval = memory.config.retrieval
+    mode = retrieval.code_mode if retrieval is not None else None
+    options = mode if mode is not None else CodeModeConfig()
+
+    def plan_for(config: RunnableConfig, kwargs: dict[str, Any]) -> Plan[dict[str, Any]]:
+        args = RecallCodeInput.model_validate(kwargs)
+        deadline = time.monotonic() + options.timeout
+        limits = Limits(
+            max_steps=options.max_steps,
+            max_calls=options.max_calls,
+            expired=lambda: time.monotonic() > deadline,
+        )
+        return code_plan(parts.settings, parts.caller(config, args.state), args.code, limits)
+
+    description = CODE_TOOL_DESCRIPTION + "\n\n" + recall_signature()
+    return parts.tool(plan_for, name=name, description=description, schema=RecallCodeInput)
 
 
 MEMORY_OFF = {

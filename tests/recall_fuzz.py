@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +26,7 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
 from langchain_om.tools import create_recall_tool
-from tests.helpers import FIXED
+from tests.helpers import FIXED, build_agent, build_graph
 
 MARKERS = {"alice": "ALICE", "bob": "BOB"}
 ECHO_KEYS = {"error", "cursor", "hint", "note", "query", "next_cursor", "prev_cursor"}
@@ -98,7 +99,9 @@ def random_args(
         return None
 
     args: dict[str, Any] = {}
-    args["mode"] = rng.choice(["messages"] * 5 + ["threads", "threads", "search"])
+    args["mode"] = rng.choice(
+        ["messages"] * 5 + ["threads", "threads", "search", "source", "observations"]
+    )
     for key, value in (
         ("cursor", pick_id),
         ("thread_id", lambda: rng.choice([*all_threads, "current", "", "nope", None])),
@@ -112,6 +115,9 @@ def random_args(
         ("before", lambda: rng.choice(["2030-01-01", "garbage", "2026-11-30T09:00"])),
         ("after", lambda: rng.choice(["2020-01-01", "soon"])),
         ("query", lambda: rng.choice(["secret", "PIN", ""])),
+        ("line", lambda: rng.choice(["secret", "reply", "said", "L000000", ""])),
+        ("archive_id", lambda: rng.choice(["oma_0", "", "x"])),
+        ("text", lambda: rng.choice(["secret", "words"])),
     ):
         if rng.random() < 0.45:
             args[key] = value()
@@ -271,3 +277,125 @@ def _agent(
         checkpointer=memory.checkpointer,
         store=memory.store,
     )
+
+
+# -- branches: a checkpoint fork's recall holds only that branch --------------------------------
+
+ORIGINAL_AFTER_FORK = re.compile(r"\borig-(1[89]|2[0-3])\b")
+"""Tags of the original branch's messages after the fork point (its turns 18-23)."""
+FORK = re.compile(r"\bfork-\d\d\b")
+"""Tags of the fork's own messages."""
+BRANCH_WORDS = ["alpha", "beta", "gamma", "delta", "river", "stone", "orig", "fork", "topic"]
+
+
+@dataclass
+class BranchReport:
+    """Calls per branch, items they returned and results naming the other branch (must be 0)."""
+
+    calls: dict[str, int] = field(default_factory=dict)
+    items: int = 0
+    leaks: list[str] = field(default_factory=list)
+
+
+def _branch_turn(tag: str, i: int) -> HumanMessage:
+    words = "alpha beta river" if tag == "orig" else "gamma delta stone"
+    return HumanMessage(
+        f"{tag}-{i:02d} says {words} topic {i} " + "words " * 25, id=f"{tag}-{i:02d}"
+    )
+
+
+def _branch_reply(messages: list[BaseMessage], info: RecordedCall) -> AIMessage:
+    last = next(m for m in reversed(messages) if isinstance(m, HumanMessage))
+    return AIMessage(f"reply to {last.text[:7]} " + "ok " * 12, id=f"{last.id}-r")
+
+
+def build_branches(
+    memory: ObservationalMemory, door: str, thread: str | None = None
+) -> tuple[Any, dict[str, Any]]:
+    """A thread of 48 messages forked at message 36: ``(app, {"orig": state, "fork": state})``.
+
+    Both branches observe after the fork, so each has archived messages the other lacks.
+    """
+    actor = FunctionChatModel(function=_branch_reply)
+    app = build_agent(memory, actor) if door == "agent" else build_graph(memory, actor)
+    cfg: RunnableConfig = {
+        "configurable": {"thread_id": thread or f"branches-{door}", "resource_id": "u"}
+    }
+
+    def run(tag: str, turns: range, config: RunnableConfig) -> None:
+        for i in turns:
+            app.invoke({"messages": [_branch_turn(tag, i)]}, config)
+            memory.wait_for_background()
+            config = cfg
+
+    run("orig", range(18), cfg)
+    at_fork = app.get_state(cfg)  # 36 messages
+    run("orig", range(18, 24), cfg)
+    original = app.get_state(cfg).values
+    run("fork", range(6), at_fork.config)
+    forked = app.get_state(cfg).values
+    cursor = at_fork.values["om_record"]["observed_message_count"]
+    for state in (original, forked):  # each branch archived messages of its own
+        assert state["om_record"]["observed_message_count"] > cursor
+    assert len(forked["om_record"]["branches"]) == 2
+    return app, {"orig": original, "fork": forked}
+
+
+def _branch_args(rng: random.Random, ids: list[str], search: bool) -> dict[str, Any]:
+    """A random search or page query (cursors from both branches included)."""
+    if search and rng.random() < 0.5:
+        query = " ".join(rng.sample(BRANCH_WORDS, rng.randint(1, 3)))
+        if rng.random() < 0.3:
+            query += f" {rng.choice(ids)}"
+        return {
+            "mode": "search",
+            "query": query,
+            "limit": rng.choice([3, 10, 20]),
+            "page": rng.choice([1, 1, 2]),
+        }
+    args: dict[str, Any] = {
+        "mode": "messages",
+        "limit": rng.choice([2, 5, 10, 50]),
+        "page": rng.choice([1, 2, -1, -2]),
+    }
+    if rng.random() < 0.6:
+        args["cursor"] = rng.choice(ids)
+    else:
+        args["anchor"] = rng.choice(["start", "end"])
+    args["detail"] = rng.choice(["low", "high"])
+    return args
+
+
+def run_branch_fuzz(
+    memory: ObservationalMemory,
+    door: str,
+    queries: int,
+    seed: int = 0,
+    *,
+    search: bool = True,
+    thread: str | None = None,
+) -> BranchReport:
+    """``queries`` random search and page queries on each branch of a fork at message 36/48.
+
+    ``search=False`` asks page queries only (a store without a vector index).
+    """
+    rng = random.Random(seed)
+    _, states = build_branches(memory, door, thread)
+    recall = create_recall_tool(memory)
+    cfg: RunnableConfig = {
+        "configurable": {"thread_id": thread or f"branches-{door}", "resource_id": "u"}
+    }
+    ids = [f"orig-{i:02d}" for i in range(24)] + [f"fork-{i:02d}" for i in range(6)]
+    ids += [f"{i}-r" for i in ids]
+    report = BranchReport()
+    for branch, other in (("orig", FORK), ("fork", ORIGINAL_AFTER_FORK)):
+        for _ in range(queries):
+            args = _branch_args(rng, ids, search)
+            result = json.loads(recall.invoke({**args, "state": states[branch]}, cfg))
+            report.calls[branch] = report.calls.get(branch, 0) + 1
+            found = result.get("messages") or result.get("results") or []
+            report.items += len(found)
+            shown = json.dumps(found)
+            if other.search(shown):
+                report.leaks.append(f"{branch} {args}: {shown[:300]}")
+    return report

@@ -34,6 +34,8 @@ MEMORY_TAGS: tuple[str, ...] = (
     "suggested-response",
     "thread-title",
     "thread",
+    "archived-observations",
+    "archived-observation",
 )
 """Section tags the memory reads or writes (extractor slugs come on top)."""
 

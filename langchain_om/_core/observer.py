@@ -243,6 +243,9 @@ class ObserverOutput:
     covered: int | None = None
     """Messages of the observed batch the observations cover, when the reply was cut short
     and its lines salvaged; ``None``: the whole batch."""
+    parts: tuple[tuple[int, int], ...] = ()
+    """A batch observed in parts: ``(lines, messages)`` of each part, in order (the lines of
+    ``observations`` each part wrote and how many messages it was written from)."""
 
 
 _LIST_LINE = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+\S")

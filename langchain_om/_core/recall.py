@@ -423,12 +423,31 @@ def sort_threads(threads: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------------------------
 
 
+CODE_MODE_GUIDANCE = """\
+Recall runs as code: you have an `execute_memory_recall` tool instead of `recall`. Pass it ONE \
+short Python program that calls `recall(...)` with the keyword arguments described below (as \
+often as you need; each call returns the result as a dict) and ends with `return <value>`: \
+do the filtering, counting and joining in the program and return only what you need. Only \
+`recall`, `print`, basic builtins and plain str/list/dict methods exist."""
+
+
 def recall_guidance(
-    *, scope: Literal["thread", "resource"], vector: bool, extra: str | None = None
+    *,
+    scope: Literal["thread", "resource"],
+    vector: bool,
+    extra: str | None = None,
+    code_mode: bool = False,
 ) -> str:
-    """Usage guidance for the recall tool, as it goes into the agent's context."""
+    """Usage guidance for the recall tool, as it goes into the agent's context.
+
+    With ``code_mode`` it first says that recall runs inside ``execute_memory_recall``
+    programs (the arguments described stay the same).
+    """
     lines = [
-        "You have a `recall` tool that reads the original messages behind your observations.",
+        *([CODE_MODE_GUIDANCE] if code_mode else []),
+        "You have a `recall` tool that reads the original messages behind your observations."
+        if not code_mode
+        else "`recall(...)` reads the original messages behind your observations.",
         "Use it when you need exact content that observations only summarise: quotes, numbers, "
         "code, file paths, URLs, names, or the precise wording of an earlier request or result.",
         "- Cursors: each observation group shows a `_range: start:end` of message ids. Pass ONE "
@@ -488,5 +507,8 @@ def recall_instructions(
     if retrieval is None:
         return ""
     return recall_guidance(
-        scope=scope or retrieval.scope, vector=retrieval.vector, extra=retrieval.instructions
+        scope=scope or retrieval.scope,
+        vector=retrieval.vector,
+        extra=retrieval.instructions,
+        code_mode=getattr(retrieval, "code_mode", None) is not None,
     )

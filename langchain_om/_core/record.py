@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from langchain_om._core.group_keys import GROUP_KEYS, resolved
+from langchain_om._core.receipts import cycle_receipts
 from langchain_om._core.sanitize import sanitize_text
 from langchain_om._core.types import RECORD_VERSION, Hints, ObservationGroup, OMRecord
 from langchain_om.errors import OMUsageError
@@ -126,9 +127,17 @@ def make_group(
     message_ids: Sequence[str],
     observed_at: str,
     group_id: str | None = None,
+    first_seq: int | None = None,
+    receipts: list[list[Any]] | None = None,
+    summary: str | None = None,
 ) -> ObservationGroup:
+    """A group of one cycle's observations.
+
+    With ``first_seq`` (the archive position of ``message_ids[0]``), its lines get receipts:
+    all of them were written from those messages, unless ``receipts`` says line by line.
+    """
     ids = [m for m in message_ids if m]
-    return ObservationGroup(
+    group = ObservationGroup(
         id=group_id or new_id(),
         kind="observation",
         text=text,
@@ -137,6 +146,13 @@ def make_group(
         observed_at=observed_at,
         sources=[],
     )
+    if receipts is None and first_seq is not None:
+        receipts = cycle_receipts(first_seq, len(message_ids))
+    if receipts:
+        group["receipts"] = receipts
+    if summary and summary.strip():
+        group["summary"] = " ".join(summary.split())
+    return group
 
 
 def merge_hints(old: Hints, new: Mapping[str, str | None], *, thread_title: bool) -> Hints:

@@ -35,6 +35,7 @@ from langchain_om._core.observer_prompts import (
     InstructionMode,
     observation_guide,
 )
+from langchain_om._core.receipts import reflection_receipts
 from langchain_om._core.retention import RetentionReason, check_reflection
 from langchain_om._core.types import ObservationGroup, OMRecord
 from langchain_om.errors import ReflectorOutputError
@@ -630,6 +631,9 @@ def apply_reflection(
         "observed_at": now,
         "sources": sources,
     }
+    receipts = reflection_receipts(head)
+    if receipts:
+        reflection["receipts"] = receipts
 
     new = copy.deepcopy(record)
     new["groups"] = [reflection, *copy.deepcopy(tail)]

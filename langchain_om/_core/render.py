@@ -38,6 +38,7 @@ from typing import Any, Generic, TypeVar
 
 from langchain_core.messages import SystemMessage
 
+from langchain_om._core.archive import catalog_note, catalog_text
 from langchain_om._core.dates import (
     gap_label,
     make_date,
@@ -123,7 +124,9 @@ Each observation group shows the `_range` of message ids it was written from. Wh
 need the exact original wording, pass one of those ids as the `cursor` of the `recall` tool."""
 """Added to the preamble when group ranges are shown."""
 
-MEMORY_OPENINGS: tuple[str, ...] = line_openings(MEMORY_PREAMBLE, RANGES_NOTE)
+MEMORY_OPENINGS: tuple[str, ...] = line_openings(
+    MEMORY_PREAMBLE, RANGES_NOTE, catalog_note(True), catalog_note(False)
+)
 """Line openings of the preamble; text the memory did not write cannot start a line with them."""
 
 OBSERVATIONS_OPEN = "<observations>"
@@ -226,6 +229,7 @@ def render_memory(
         shown.get("current_task") or "",
         shown.get("suggested_response") or "",
         hints,
+        _catalog(record),
         today,
         retrieval if show_ranges is None else show_ranges,
         recall_instructions,
@@ -286,11 +290,14 @@ def _render(
         groups, hidden = bounded_groups(groups, max_observation_tokens, count)
     hints_block = _render_hints(record)
     working = _render_working_memory(working_memory)
-    if not groups and not hints_block and not working:
+    catalog = _catalog(record)
+    if not groups and not hints_block and not working and not catalog:
         return MemoryContext(blocks=[])
     ranges = retrieval if show_ranges is None else show_ranges
 
     guidance = memory_preamble(hints)
+    if catalog:
+        guidance += "\n\n" + catalog_note(retrieval)
     if ranges and groups:
         guidance += "\n\n" + RANGES_NOTE
     if recall_instructions and recall_instructions.strip():
@@ -304,7 +311,7 @@ def _render(
         groups, texts, hidden = _fit_annotated(
             groups, texts, hidden, max_observation_tokens, count, (today, openings)
         )
-    blocks: list[str] = []
+    blocks: list[str] = [catalog] if catalog else []
     for index, (group, body) in enumerate(zip(groups, texts, strict=True)):
         if ranges:
             body = _group_heading(group) + "\n\n" + body
@@ -498,6 +505,14 @@ def bounded_groups(
         "tokens": measure("\n".join(shown)),
     }
     return [cut], hidden
+
+
+def _catalog(record: OMRecord) -> str:
+    """Archive mode's catalog of retired groups ("" when the record has archived none)."""
+    state = record.get("archive")
+    if not isinstance(state, dict):
+        return ""
+    return catalog_text(state.get("rows") or [], state.get("hidden"))
 
 
 def _bullets(text: str) -> int:

@@ -58,6 +58,11 @@ class ObservationGroup(TypedDict):
     """ISO timestamp of the cycle that wrote it."""
     sources: list[str]
     """For reflections: ids of the groups it merged (provenance). Empty for observations."""
+    receipts: NotRequired[list[list[Any]]]
+    """Per line, the archive positions of the messages it was written from:
+    ``[[first_line, [[lo, hi], …]], …]`` (see :mod:`langchain_om._core.receipts`)."""
+    summary: NotRequired[str]
+    """Archive mode: the Observer's one-line label of the group, shown in the archive catalog."""
 
 
 class BufferedChunk(TypedDict):
@@ -122,6 +127,10 @@ class OMRecord(TypedDict):
     """Churn guard: observation token count at which a sync reflection last failed to fit."""
     total_tokens_observed: int
     title: str | None
+    archive: NotRequired[dict[str, Any]]
+    """Archive mode: ``{"head", "count", "catalog", "catalog_tokens"}``: the newest archive
+    entry of this record's chain, how many entries the chain holds, and the rendered catalog
+    of retired groups the agent is shown (see :mod:`langchain_om._core.archive`)."""
     branches: NotRequired[list[list[Any]]]
     """Archive branches this record's observed messages live on: ``[[branch, first_seq], …]``
     (absent: the root branch ``""`` only). A checkpoint fork that observes gets a new branch."""

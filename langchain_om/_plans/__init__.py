@@ -21,6 +21,9 @@ Modules:
     standalone: a thread's record and window kept in the store (no graph).
     titles: pinned thread titles (``rename_thread``) and their place in the record.
     recall: the recall tool's modes (messages, threads, search) and its input model.
+    recall_archive: the recall modes over observations (the archive, a line's receipt).
+    recall_code: recall code mode: a program's recall calls run as recall plans.
+    archive: archive mode's cycle (retire the oldest groups, update the catalog).
     storage: the store layout: every namespace and the ops on it.
     graph_state: how OM lives in graph state (record key, window split, state update).
 """

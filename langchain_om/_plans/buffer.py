@@ -43,7 +43,7 @@ from langchain_om._plans.transforms import archived_messages
 from langchain_om._plans.types import ActivationTrigger, TurnEnv, TurnInput, emit_event
 from langchain_om.errors import ObserverOutputError
 from langchain_om.events import ActivationEvent
-from langchain_om.extractors import persist, run_extractors
+from langchain_om.extractors import ARCHIVE_SUMMARY_SLUG, persist, run_extractors
 
 
 def announce_buffering(
@@ -223,6 +223,8 @@ def _with_chunks(
             message_ids=ids,
             observed_at=now,
             group_id=stable_id(record["record_id"], "obs", cursor, chunk["message_ids"][0]),
+            first_seq=cursor,
+            summary=(chunk.get("extracted") or {}).get(ARCHIVE_SUMMARY_SLUG),
         )
         hints = dict(chunk.get("hints") or {})
         new = append_observations(

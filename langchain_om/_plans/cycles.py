@@ -17,6 +17,7 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_om._core.dates import iso
+from langchain_om._core.receipts import savings
 from langchain_om._core.record import new_id
 from langchain_om._core.redact import error_summary
 from langchain_om._core.stream_reader import STREAM_KEY
@@ -26,11 +27,13 @@ from langchain_om._plans.types import Trigger, TurnEnv, TurnInput, emit_event
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import CycleFailedError
 from langchain_om.events import (
+    ArchiveStatus,
     BufferedObservationsStatus,
     BufferedReflectionStatus,
     BufferingEndEvent,
     BufferingFailedEvent,
     BufferingStartEvent,
+    MemorySavings,
     ObservationEndEvent,
     ObservationFailedEvent,
     ObservationStartEvent,
@@ -86,6 +89,31 @@ def status_event(
         thread_id=record["thread_id"],
         step_number=step_number,
         generation_count=record["generation"],
+        savings=_savings(record),
+        archive=_archive_status(env, record),
+    )
+
+
+def _savings(record: OMRecord) -> MemorySavings:
+    found = savings(record)
+    return MemorySavings(
+        observed_tokens=found.observed_tokens,
+        context_tokens=found.context_tokens,
+        tokens_saved=found.tokens_saved,
+    )
+
+
+def _archive_status(env: TurnEnv, record: OMRecord) -> ArchiveStatus | None:
+    cfg = env.config.observation.archive
+    if cfg is None:
+        return None
+    state = record.get("archive") or {}
+    return ArchiveStatus(
+        archives=int(state.get("count") or 0),
+        catalog_tokens=int(state.get("catalog_tokens") or 0),
+        after_tokens=cfg.after_tokens,
+        keep_tokens=cfg.keep_tokens,
+        max_catalog_tokens=cfg.max_catalog_tokens,
     )
 
 

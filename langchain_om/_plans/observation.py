@@ -32,6 +32,7 @@ from langchain_om._core.observer import (
 )
 from langchain_om._core.observer_input import format_messages_for_observer
 from langchain_om._core.output_budget import observer_budget
+from langchain_om._core.receipts import parts_receipts
 from langchain_om._core.record import (
     append_observations,
     log_text,
@@ -51,7 +52,13 @@ from langchain_om._plans.transforms import after_observation, archived_messages,
 from langchain_om._plans.types import TurnEnv, TurnInput
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import ModelTierExceededError, ObserverOutputError
-from langchain_om.extractors import inline_extractors, persist, prior_values, run_extractors
+from langchain_om.extractors import (
+    ARCHIVE_SUMMARY_SLUG,
+    inline_extractors,
+    persist,
+    prior_values,
+    run_extractors,
+)
 
 BUFFERED_MARKER = "--- BUFFERED (pending activation) ---"
 
@@ -394,12 +401,14 @@ def _observe_parts(
         start = end
         if covered < len(part):
             break
-    joined = _joined(outputs)
-    done = outputs[-1].covered if outputs else 0
+    ends_seen = [o.covered or 0 for o in outputs]
+    sizes = [end - begin for begin, end in zip([0, *ends_seen], ends_seen, strict=False)]
+    joined = _joined(outputs, sizes)
+    done = ends_seen[-1] if outputs else 0
     return replace(joined, covered=None if done == len(batch) else done)
 
 
-def _joined(outputs: Sequence[ObserverOutput]) -> ObserverOutput:
+def _joined(outputs: Sequence[ObserverOutput], sizes: Sequence[int]) -> ObserverOutput:
     """The outputs of consecutive parts as one (observations in order, the last hints)."""
     extracted: dict[str, str] = {}
     for out in outputs:
@@ -409,7 +418,25 @@ def _joined(outputs: Sequence[ObserverOutput]) -> ObserverOutput:
         observations="\n".join(o.observations.strip() for o in outputs if o.observations.strip()),
         extracted=extracted,
         raw="\n\n".join(o.raw for o in outputs),
+        parts=tuple(
+            p for o, size in zip(outputs, sizes, strict=True) for p in _part_sizes(o, size)
+        ),
     )
+
+
+def _part_sizes(out: ObserverOutput, messages: int) -> tuple[tuple[int, int], ...]:
+    """``(lines, messages)`` of one part's output (its own parts when it was split again)."""
+    if out.parts:
+        return out.parts
+    text = out.observations.strip()
+    return ((len(text.splitlines()) if text else 0, messages),)
+
+
+def _part_receipts(first_seq: int, parsed: ObserverOutput, text: str) -> list[list[Any]] | None:
+    """Line-by-line receipts of a batch observed in parts (``None``: one cycle wrote it all)."""
+    if len(parsed.parts) < 2 or sum(lines for lines, _ in parsed.parts) != len(text.splitlines()):
+        return None
+    return parts_receipts(first_seq, parsed.parts)
 
 
 def _without_invented_tools(parsed: ObserverOutput, batch: Sequence[BaseMessage]) -> ObserverOutput:
@@ -464,6 +491,9 @@ def observe_plan(
             group_id=stable_id(
                 record["record_id"], "obs", record["observed_message_count"], ids[0]
             ),
+            first_seq=record["observed_message_count"],
+            receipts=_part_receipts(record["observed_message_count"], parsed, text),
+            summary=found.values.get(ARCHIVE_SUMMARY_SLUG),
         )
         new = append_observations(
             record,

@@ -20,7 +20,7 @@ from langgraph.prebuilt import InjectedState
 from langgraph.store.base import Item, SearchItem
 from pydantic import BaseModel, Field
 
-from langchain_om._core.branches import ROOT_BRANCH, Segments, branch_at, segments_of
+from langchain_om._core.branches import ROOT_BRANCH, Segments, branch_at, segments_of, split_key
 from langchain_om._core.recall import (
     Anchor,
     Count,
@@ -42,6 +42,14 @@ from langchain_om._core.recall import (
 )
 from langchain_om._core.sanitize import restore_text
 from langchain_om._plans.effects import Plan, StoreBatch
+from langchain_om._plans.recall_archive import (
+    ArchiveRecallArgs,
+    Budget,
+    RecallProblem,
+    ThreadView,
+    observations_plan,
+    source_plan,
+)
 from langchain_om._plans.storage import (
     archive_find_op,
     archive_get_op,
@@ -68,6 +76,10 @@ MAX_THREADS = 1000
 """Most threads listed or searched for a cursor."""
 ENVELOPE_MARGIN = 32
 """Tokens kept free for the result's own fields."""
+SEARCH_OVERFETCH = 3
+"""Search asks for this many times the page, as hits on other branches are dropped."""
+MAX_SEARCH = 300
+"""Most search hits one call looks at."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -78,10 +90,12 @@ ENVELOPE_MARGIN = 32
 class RecallInput(BaseModel):
     """Arguments of the ``recall`` tool."""
 
-    mode: Literal["messages", "threads", "search"] = Field(
+    mode: Literal["messages", "threads", "search", "observations", "source"] = Field(
         default="messages",
         description="messages: a page of one thread; threads: list conversations; "
-        "search: find messages by meaning (needs semantic search).",
+        "search: find messages by meaning (needs semantic search); observations: read "
+        "archived observation groups (archive mode); source: the messages one observation "
+        "line was written from.",
     )
     query: str | None = Field(default=None, description="What to search for (mode='search').")
     cursor: str | None = Field(
@@ -117,6 +131,22 @@ class RecallInput(BaseModel):
     after: str | None = Field(
         default=None, description="Threads mode: threads active after this ISO date."
     )
+    archive_id: str | None = Field(
+        default=None, description="Observations mode: an archive id from the catalog."
+    )
+    group_id: str | None = Field(
+        default=None, description="Observations mode: a group id of that archive (with archive_id)."
+    )
+    text: str | None = Field(
+        default=None, description="Observations mode: only groups whose text holds these words."
+    )
+    char_offset: int | None = Field(
+        default=None, description="Observations mode: continue a long group from this offset."
+    )
+    line: str | None = Field(
+        default=None,
+        description="Source mode: an observation line's id, or its text as your memory shows it.",
+    )
     state: Annotated[dict[str, Any] | None, InjectedState] = None
 
 
@@ -130,6 +160,8 @@ class Caller:
     window: list[BaseMessage] | None = None
     """The current thread's unobserved messages, when the tool can see them (agent state)."""
     record: Mapping[str, Any] | None = None
+    group_keys: tuple[str, ...] = ()
+    """Content keys of ``record``'s groups when graph state names them by key only."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +173,8 @@ class RecallSettings:
     count: Count
     min_score: float = 0.25
     """Search hits scoring below this (cosine similarity) are not results."""
+    archive_mode: bool = False
+    """Whether archive mode (``observation.archive``) is on."""
 
 
 @dataclass(frozen=True)
@@ -152,6 +186,8 @@ class _Thread:
     info: Mapping[str, Any] | None = None
     segments: Segments = field(default_factory=lambda: [(ROOT_BRANCH, 0)])
     """The archive branch path of the record read (forks keep their own messages)."""
+    record: Mapping[str, Any] | None = None
+    """The record read (agent state first, then the stored one), when there is one."""
 
     @property
     def total(self) -> int:
@@ -184,8 +220,10 @@ def recall_plan(
             return (yield from _threads_mode(settings, caller, args))
         if args.mode == "search":
             return (yield from _search_mode(settings, caller, args))
+        if args.mode in ("observations", "source"):
+            return (yield from _observation_modes(settings, caller, args))
         return (yield from _messages_mode(settings, caller, args))
-    except _RecallError as exc:
+    except (_RecallError, RecallProblem) as exc:
         return {"error": str(exc), "mode": args.mode}
 
 
@@ -207,10 +245,10 @@ def _bind_resource(caller: Caller) -> Plan[Caller]:
         )
     if resource is None and found:
         resource = nonempty_str(owner)
-    record, window = caller.record, caller.window
+    record, window, keys = caller.record, caller.window, caller.group_keys
     if record is not None and nonempty_str(record.get("resource_id")) != resource:
-        record, window = None, None
-    return Caller(caller.thread_id, resource, caller.scope, window, record)
+        record, window, keys = None, None, ()
+    return Caller(caller.thread_id, resource, caller.scope, window, record, keys)
 
 
 def _effective_scope(caller: Caller) -> Literal["thread", "resource"]:
@@ -264,7 +302,8 @@ def _load_thread(caller: Caller, requested: str | None) -> Plan[_Thread]:
     source = _count_source(caller, current, record, registry)
     archived = int(source.get("observed_message_count") or 0)
     segments = segments_of(source)
-    return _Thread(thread_id, current, archived, window, registry, segments)
+    used = caller.record if current and caller.record is not None else record
+    return _Thread(thread_id, current, archived, window, registry, segments, used)
 
 
 def _count_source(
@@ -289,6 +328,54 @@ def _registry_value(item: Item | None, resource_id: str | None) -> Mapping[str, 
     if item is None or not isinstance(item.value, Mapping):
         return None
     return item.value if item.value.get("resource_id") == resource_id else None
+
+
+# -- observations and source modes ----------------------------------------------------------
+
+
+def _observation_modes(
+    settings: RecallSettings, caller: Caller, args: RecallInput
+) -> Plan[dict[str, Any]]:
+    """``mode="observations"`` (the archive) or ``mode="source"`` (a line's receipt)."""
+    thread = yield from _load_thread(caller, args.thread_id)
+    keys = caller.group_keys if thread.current and thread.record is caller.record else ()
+    view = ThreadView(
+        thread.thread_id,
+        caller.resource_id,
+        thread.current,
+        thread.archived,
+        thread.segments,
+        thread.record if _owns(thread.record, caller, thread) else None,
+        keys,
+    )
+    budget = Budget(settings.token_budget, settings.count, settings.vector, settings.archive_mode)
+    wanted = ArchiveRecallArgs(
+        archive_id=nonempty_str(args.archive_id),
+        group_id=nonempty_str(args.group_id),
+        cursor=nonempty_str(args.cursor),
+        limit=args.limit,
+        page=args.page,
+        before=nonempty_str(args.before),
+        after=nonempty_str(args.after),
+        text=nonempty_str(args.text),
+        query=nonempty_str(args.query),
+        char_offset=args.char_offset,
+        line=nonempty_str(args.line),
+        detail=args.detail,
+    )
+    if args.mode == "source":
+        result = yield from source_plan(budget, view, wanted)
+    else:
+        result = yield from observations_plan(budget, view, wanted)
+    return {"mode": args.mode, **result}
+
+
+def _owns(record: Mapping[str, Any] | None, caller: Caller, thread: _Thread) -> bool:
+    """Whether ``record`` is the read thread's and the caller's (its groups may be shown)."""
+    if record is None or record.get("thread_id") not in (None, thread.thread_id):
+        return False
+    owner = record.get("resource_id")
+    return owner == caller.resource_id or (thread.current and owner is None)
 
 
 # -- messages mode -----------------------------------------------------------------------------
@@ -674,17 +761,23 @@ def _search_mode(
         if caller.thread_id is None:
             raise _RecallError("No current thread to search: pass a thread id in the run config.")
         only = caller.thread_id
-    op = search_op(
-        caller.resource_id, query, thread_id=only, limit=limit, offset=(page - 1) * limit
+    # Hits on other branches (checkpoint forks) are dropped after the search: ask for more.
+    fetch = min(page * limit * SEARCH_OVERFETCH + limit, MAX_SEARCH)
+    (hits,) = yield StoreBatch(
+        [search_op(caller.resource_id, query, thread_id=only, limit=fetch, offset=0)]
     )
-    (hits,) = yield StoreBatch([op])
     if hits and all(hit.score is None for hit in hits):
         raise _RecallError(
             "The store has no vector index: build it with index={'embed': ..., 'dims': ..., "
             "'fields': ['text']} to search."
         )
     relevant = [h for h in hits if h.score is not None and h.score >= settings.min_score]
-    results = [_search_entry(hit) for hit in relevant if _search_owned(hit, caller, only)]
+    threads: dict[str, _Thread | None] = {}
+    kept: list[SearchItem] = []
+    for hit in relevant:
+        if _search_owned(hit, caller, only) and (yield from _on_branch(caller, hit, threads)):
+            kept.append(hit)
+    results = [_search_entry(hit) for hit in kept[(page - 1) * limit : page * limit]]
     result: dict[str, Any] = {"results": [], "count": 0, "page": page, "query": query}
     if not results:
         result["note"] = (
@@ -694,11 +787,58 @@ def _search_mode(
     cut = fit_budget(results, _room(settings, result), settings.count)
     result["results"] = cut.entries
     result["count"] = len(cut.entries)
-    result["has_more"] = len(hits) == limit and len(relevant) == len(hits)
+    more_scored = len(hits) == fetch and len(relevant) == len(hits)
+    result["has_more"] = len(kept) > page * limit or more_scored
     if cut.truncated:
         result["truncated"] = True
         result["token_offset"] = cut.token_offset
     return result
+
+
+def _on_branch(caller: Caller, hit: SearchItem, threads: dict[str, _Thread | None]) -> Plan[bool]:
+    """Whether a search hit is on the caller's branch of its thread (not a fork's).
+
+    A message document names its archive branch and position; a group's names those of the
+    messages it was written from (and a reflection's, the generation it made). A position the
+    caller's record has not archived, or holds on another branch, is not the caller's.
+    """
+    value = hit.value
+    thread_id = str(value.get("thread_id"))
+    if thread_id not in threads:
+        try:
+            threads[thread_id] = yield from _load_thread(caller, thread_id)
+        except _RecallError:
+            threads[thread_id] = None
+    thread = threads[thread_id]
+    if thread is None:
+        return False
+    if value.get("kind") == "observation":
+        return (yield from _group_on_branch(caller, thread, value))
+    seq = value.get("seq")
+    branch = value.get("branch")
+    if branch is None:  # indexed before documents named their branch: it is in the key
+        prefix = f"m:{value.get('thread_id')}:"
+        branch = split_key(hit.key[len(prefix) :] if hit.key.startswith(prefix) else "")[0]
+    return (
+        isinstance(seq, int) and seq < thread.archived and branch_at(thread.segments, seq) == branch
+    )
+
+
+def _group_on_branch(caller: Caller, thread: _Thread, value: Mapping[str, Any]) -> Plan[bool]:
+    generation = value.get("generation")
+    known = thread.record.get("generation") if thread.record is not None else None
+    if isinstance(generation, int) and isinstance(known, int) and generation > known:
+        return False  # a reflection made after the caller's checkpoint
+    end = value.get("end_seq")
+    if isinstance(end, int):
+        return 0 < end <= thread.archived and branch_at(thread.segments, end - 1) == value.get(
+            "branch"
+        )
+    bounds = value.get("range") or []  # indexed before groups named their positions
+    if not bounds:
+        return False
+    seq = yield from _find_in_thread(caller, thread, str(bounds[-1]), scan=False)
+    return seq is not None
 
 
 def _search_owned(hit: SearchItem, caller: Caller, only: str | None) -> bool:

@@ -20,6 +20,9 @@ Namespaces (all under ``"langchain_om"``):
   the thread (``rename_thread``); it wins over the Observer's until unpinned.
 * ``("langchain_om", "search", <resource_id or "_">)`` — documents for the store's vector index
   (archived messages and observation groups), written when ``retrieval.vector`` is on.
+* ``("langchain_om", "obsarchive", <thread_id>)`` — archive mode's retired observation groups,
+  one entry per archive cycle, key = the entry's archive id (content-derived, so two branches
+  never share a key); each entry names the ids of the entries before it on its chain.
 
 Every namespace is built here, and so is every op on the buffer and reflection namespaces; the
 plans yield these ops in ``StoreBatch`` effects and the drivers run them with ``store.batch`` /
@@ -50,6 +53,7 @@ from langgraph.store.base import (
 
 from langchain_om._core.branches import ROOT_BRANCH, branch_at, branch_key, fork, segments_of
 from langchain_om._core.labels import decode_label, encode_label, legacy_label
+from langchain_om._core.receipts import group_spans
 from langchain_om._core.record import check_owner, new_id
 from langchain_om._core.sanitize import restore_text
 from langchain_om._core.types import OM_META_KEY, ObservationGroup, OMRecord
@@ -118,6 +122,22 @@ def group_put_ops(thread_id: str, groups: Mapping[str, ObservationGroup]) -> lis
     """Put ops storing ``groups`` (content key → group), outside any vector index."""
     ns = groups_ns(thread_id)
     return [PutOp(ns, key, {"group": dict(group)}, index=False) for key, group in groups.items()]
+
+
+def obsarchive_ns(thread_id: str) -> tuple[str, ...]:
+    """Namespace of a thread's archive entries (archive mode's retired groups)."""
+    return (ROOT, "obsarchive", thread_label(thread_id))
+
+
+def obsarchive_put_op(thread_id: str, entry: Mapping[str, Any]) -> PutOp:
+    """Put op storing an archive entry under its archive id (outside any vector index)."""
+    return PutOp(obsarchive_ns(thread_id), str(entry["archive_id"]), dict(entry), index=False)
+
+
+def obsarchive_get_ops(thread_id: str, archive_ids: Sequence[str]) -> list[GetOp]:
+    """Get ops reading archive entries by id."""
+    ns = obsarchive_ns(thread_id)
+    return [GetOp(ns, archive_id) for archive_id in archive_ids]
 
 
 def backoff_ns(thread_id: str) -> tuple[str, ...]:
@@ -477,6 +497,8 @@ def search_index_ops(
     first_seq: int = 0,
     groups: Sequence[ObservationGroup] = (),
     branch: str = ROOT_BRANCH,
+    segments: Sequence[tuple[str, int]] = ((ROOT_BRANCH, 0),),
+    generation: int | None = None,
 ) -> list[PutOp]:
     """Put ops for the vector index: archived messages and observation groups.
 
@@ -492,6 +514,11 @@ def search_index_ops(
         first_seq: the archive sequence number of ``messages[0]``.
         groups: new observation groups (observations or reflections).
         branch: the archive branch the messages are on.
+        segments: the branch path of the record the groups belong to: a group's document
+            names the branch and archive positions it was written from, so a search on
+            another branch (a checkpoint fork) never returns it.
+        generation: the record's generation after a reflection (its document is found only
+            by records at that generation or later).
     """
     ns = search_ns(resource_id)
     ops: list[PutOp] = []
@@ -508,6 +535,7 @@ def search_index_ops(
             "resource_id": resource_id,
             "message_id": message.id,
             "seq": seq,
+            "branch": branch,
             "role": message.type,
             "ts": _message_ts(message),
         }
@@ -525,9 +553,28 @@ def search_index_ops(
             "group_id": group["id"],
             "range": list(group["range"]) if group["range"] else None,
             "ts": group["observed_at"],
+            **_group_position(group, segments, generation),
         }
         ops.append(PutOp(ns, f"g:{thread_id}:{group['id']}", doc, index=_once(doc, seen)))
     return ops
+
+
+def _group_position(
+    group: ObservationGroup, segments: Sequence[tuple[str, int]], generation: int | None
+) -> dict[str, Any]:
+    """Where a group's source messages lie: the branch and positions of its receipts."""
+    spans = group_spans(group)
+    if not spans:
+        return {} if generation is None else {"generation": generation}
+    lo, hi = spans[0][0], spans[-1][1]
+    out: dict[str, Any] = {
+        "seq": lo,
+        "end_seq": hi,
+        "branch": branch_at(segments, hi - 1),
+    }
+    if generation is not None:
+        out["generation"] = generation
+    return out
 
 
 def _once(doc: dict[str, Any], seen: set[str]) -> list[str] | Literal[False]:
@@ -585,6 +632,7 @@ def observed_ops(
                 first_seq=first_seq,
                 groups=[g for g in after["groups"] if g["id"] not in known],
                 branch=branch,
+                segments=segments,
             )
         )
     return ops
@@ -632,7 +680,11 @@ def reflected_ops(before: OMRecord, after: OMRecord, *, vector: bool) -> list[Pu
     known = {g["id"] for g in before["groups"]}
     new = [g for g in after["groups"] if g["id"] not in known]
     return search_index_ops(
-        thread_id=before["thread_id"], resource_id=before["resource_id"], groups=new
+        thread_id=before["thread_id"],
+        resource_id=before["resource_id"],
+        groups=new,
+        segments=segments_of(after),
+        generation=after["generation"],
     )
 
 
@@ -675,6 +727,7 @@ def forget_plan(thread_id: str, resource_id: str | None) -> Plan[None]:
         reflection_ns(thread_id),
         backoff_ns(thread_id),
         groups_ns(thread_id),
+        obsarchive_ns(thread_id),
     ):
         while True:
             (items,) = yield StoreBatch([SearchOp(ns, limit=FORGET_PAGE)])

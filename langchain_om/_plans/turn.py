@@ -35,6 +35,7 @@ from langchain_om._core.thresholds import (
 from langchain_om._core.types import OMRecord
 from langchain_om._core.usage import reported_window_tokens
 from langchain_om._core.window import observation_cut
+from langchain_om._plans.archive import archive_due, archive_plan
 from langchain_om._plans.buffer import (
     activate_reflection,
     activation_plan,
@@ -502,6 +503,11 @@ def _reflection_step(step: _Step) -> Plan[None]:
     env, inp, out = step.env, step.inp, step.out
     cfg = env.config
     record = out.record
+    if cfg.observation.archive is not None:  # archive mode retires groups instead
+        if inp.force_reflect or (inp.sync_cycles and archive_due(env, record)):
+            out.record = yield from archive_plan(env, inp, record, force=inp.force_reflect)
+            out.reflected = out.record is not record
+        return
     tokens = record["observation_tokens"]
     threshold = cfg.reflection.observation_tokens_abs
     stored = step.reflection

@@ -152,6 +152,9 @@ def sync_reflection_due(env: TurnEnv, record: OMRecord) -> bool:
     """Whether a step would reflect synchronously now (for the graph's routers)."""
     cfg = env.config
     tokens = record["observation_tokens"]
+    archive = cfg.observation.archive
+    if archive is not None:  # archive mode: the same step retires groups instead
+        return tokens >= archive.after_tokens
     if not should_reflect(
         tokens, cfg.reflection.observation_tokens_abs, record["reflection_suppressed_at_tokens"]
     ):

@@ -107,6 +107,14 @@ def _thinned_within(lines: list[str], target: int, even: bool = False) -> list[s
     return out
 
 
+def _label(history: str) -> str:
+    """A catalog label: the first words of the first user message shown."""
+    for role, _, text in history_lines(history):
+        if role == "User":
+            return "User: " + " ".join(text.split()[:8])
+    return "Conversation"
+
+
 def memory_model(
     *, words: int = 8, keep: float = 0.3, name: str = "memory", even: bool = False
 ) -> FunctionChatModel:
@@ -144,10 +152,13 @@ def memory_model(
         history = _section(prompt, "## New Messages to Observe", ("\n### ", "\n---", "\n## "))
         text = _observe(history, words)
         task = "Continue the conversation"
+        summary = ""
+        if "- <archive-summary>:" in prompt:  # archive mode asks for the group's catalog label
+            summary = f"\n<archive-summary>{_label(history)}</archive-summary>"
         return (
             f"<observations>\n{text}\n</observations>\n"
             f"<current-task>{task}</current-task>\n"
-            "<suggested-response>Answer the latest message.</suggested-response>"
+            "<suggested-response>Answer the latest message.</suggested-response>" + summary
         )
 
     return FunctionChatModel(function=reply, model_name=name)

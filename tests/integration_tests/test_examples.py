@@ -171,3 +171,38 @@ def test_pinned_title_example_keeps_the_users_title(capsys: pytest.CaptureFixtur
     assert "after more observations: Allotment plans · pinned: True" in out
     assert number(r"the Observer proposed: Topic number (\d+)", out) > first
     assert number(r"unpinned: Topic number (\d+) · pinned: False", out) > first
+
+
+def test_archive_mode_example_reads_a_retired_group_back(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = run_example("archive_mode.py", capsys)
+    assert number(r"(\d+) archive entries", out) >= 2
+    shown = number(r"catalog shown to the agent \((\d+) tokens\)", out)
+    assert 0 < shown <= 300
+    assert "<archived-observation archive-id=" in out
+    assert "User said: Day 0: today I sorted out the kitchen" in out  # word for word
+    assert "cursor 'day-0'" in out
+
+
+def test_receipts_example_names_the_source_messages(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("receipts.py", capsys)
+    assert re.search(r"line L[0-9a-f]{6}: .*sister's wedding is on June 14", out)
+    count = number(r"written from (\d+) messages", out)
+    assert count > 0 and out.count("user-") + out.count("reply-") >= count
+    assert "first source message: My sister's wedding is on June 14" in out
+    assert number(r"tokens saved: (\d+)", out) > 0
+
+
+def test_branch_recall_example_keeps_each_branch_apart(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("branch_recall.py", capsys)
+    original, fork = out.splitlines()[:2]
+    assert "'lis'" in original and "'por'" not in original and "lis-5-reply" in original
+    assert "'por'" in fork and "'lis'" not in fork and "por-5-reply" in fork
+    assert "'plan'" in original and "'plan'" in fork  # the shared past, before the fork
+
+
+def test_recall_code_mode_example_computes_in_one_call(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("recall_code_mode.py", capsys)
+    assert "tools the agent had: ['execute_memory_recall']" in out
+    assert "{'totals': {'lunch': 21, 'books': 65}" in out and "(1 recall call)" in out

@@ -44,7 +44,7 @@ from langchain_om._unbuilt import UNBUILT, UNBUILT_IN_RESOURCE_SCOPE
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import CycleFailedError, OMConfigError
 from langchain_om.testing import FunctionChatModel, HashEmbeddings, RecordedCall, memory_model
-from langchain_om.tools import create_recall_tool
+from langchain_om.tools import create_recall_code_tool, create_recall_tool
 from tests.helpers import Clock
 
 # -- the walk -------------------------------------------------------------------------------
@@ -109,6 +109,8 @@ class Script:
     """After the turns, run the recall tool's ``mode="search"`` with this query."""
     overflow_at: int | None = None
     """Turn whose step reports that the agent's model call overflowed its context."""
+    program: str | None = None
+    """After the turns, run this program with recall code mode's tool."""
 
 
 def _turn(i: int) -> list[BaseMessage]:
@@ -224,10 +226,13 @@ def _drive(memory: ObservationalMemory, script: Script, clock: Clock, out: list[
     out.append(record)
     out.append(memory.render(record).blocks)
     out.append([_show(m) for m in memory.archived_messages("t", record=record)])
+    cfg: RunnableConfig = {"configurable": {"thread_id": "t", "resource_id": "u"}}
     if script.search is not None:
         tool = create_recall_tool(memory)
-        cfg: RunnableConfig = {"configurable": {"thread_id": "t", "resource_id": "u"}}
         out.append(json.loads(tool.invoke({"mode": "search", "query": script.search}, cfg)))
+    if script.program is not None:
+        code_tool = create_recall_code_tool(memory)
+        out.append(json.loads(code_tool.invoke({"code": script.program}, cfg)))
 
 
 # -- the table ------------------------------------------------------------------------------
@@ -291,6 +296,14 @@ NO_BUFFER = Script({"observation": {"buffer_tokens": False}})
 IDLE = Script(idle_gap_at=6, turns=8)
 SWITCH = Script(switch_actor_at=6, turns=8)
 REFLECT_BUFFER = Script({"reflection": {"observation_tokens": 1_500}}, turns=20)
+ARCHIVE = {"after_tokens": 500, "keep_tokens": 150, "max_catalog_tokens": 400}
+"""Archive mode (it replaces reflection: its rows run without reflection options)."""
+NO_REFLECTION: dict[str, Any] = {"reflection": None}
+PROGRAM = Script(
+    program="n = 0\nfor i in range(3):\n    n += recall(mode='threads')['count']\n"
+    "for i in range(1500):\n    n += 1\nreturn n"
+)
+"""A program making three recall calls and about 3000 evaluation steps."""
 
 TABLE: list[Changes | Refused] = [
     # top level
@@ -324,6 +337,25 @@ TABLE: list[Changes | Refused] = [
     ),
     Changes("retrieval.scope", {"retrieval": True}, {"retrieval": {"scope": "thread"}}),
     Changes("retrieval.instructions", {"retrieval": True}, {"retrieval": {"instructions": "Hm."}}),
+    Changes("retrieval.code_mode", {"retrieval": True}, {"retrieval": {"code_mode": True}}),
+    Changes(
+        "retrieval.code_mode.max_calls",
+        {"retrieval": {"code_mode": True}},
+        {"retrieval": {"code_mode": {"max_calls": 2}}},
+        PROGRAM,
+    ),
+    Changes(
+        "retrieval.code_mode.max_steps",
+        {"retrieval": {"code_mode": True}},
+        {"retrieval": {"code_mode": {"max_steps": 1_000}}},
+        PROGRAM,
+    ),
+    Changes(
+        "retrieval.code_mode.timeout",
+        {"retrieval": {"code_mode": True}},
+        {"retrieval": {"code_mode": {"timeout": 1e-9}}},
+        PROGRAM,
+    ),
     Refused(
         "obscure_thread_ids",
         {"obscure_thread_ids": True},
@@ -428,6 +460,25 @@ TABLE: list[Changes | Refused] = [
         Script(observer=_failing),
     ),
     Changes("observation.tool_result_max_tokens", {}, _obs(tool_result_max_tokens=100)),
+    Changes(
+        "observation.archive",
+        NO_REFLECTION,
+        {**NO_REFLECTION, **_obs(archive=ARCHIVE)},
+        Script(turns=20),
+    ),
+    *[
+        Changes(
+            f"observation.archive.{name}",
+            {**NO_REFLECTION, **_obs(archive=ARCHIVE)},
+            {**NO_REFLECTION, **_obs(archive={**ARCHIVE, name: value})},
+            Script(turns=20),
+        )
+        for name, value in (
+            ("after_tokens", 900),
+            ("keep_tokens", 300),
+            ("max_catalog_tokens", 120),
+        )
+    ],
     # reflection
     Changes("reflection.model", {}, _ref(model=memory_model(words=3, keep=1.0))),
     Changes("reflection.instruction", {}, _ref(instruction="Keep the topics.")),
@@ -535,6 +586,7 @@ RESOURCE_REFUSED: dict[str, dict[str, Any]] = {
     "memory_tool": {"memory_tool": True},
     "observation.manage_working_memory": _obs(manage_working_memory=True),
     "reflection.extract": _ref(extract=[Extractor("Topics", "Topics liked.", schema=_TopicsValue)]),
+    "observation.archive": {**NO_REFLECTION, **_obs(archive=True)},
 }
 """Options that change behaviour in thread scope (rows above) and are refused in resource
 scope, where they would do nothing."""

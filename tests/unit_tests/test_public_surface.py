@@ -210,12 +210,15 @@ PINNED: dict[str, list[str]] = {
     ],
     "langchain_om.events": [
         "ActivationEvent",
+        "ArchiveEvent",
+        "ArchiveStatus",
         "BufferedObservationsStatus",
         "BufferedReflectionStatus",
         "BufferingEndEvent",
         "BufferingFailedEvent",
         "BufferingStartEvent",
         "ContextOverflowEvent",
+        "MemorySavings",
         "OMEvent",
         "ObservationEndEvent",
         "ObservationFailedEvent",
@@ -337,6 +340,7 @@ PINNED: dict[str, list[str]] = {
     ],
     "langchain_om.tools": [
         "create_memory_tool",
+        "create_recall_code_tool",
         "create_recall_tool",
     ],
 }

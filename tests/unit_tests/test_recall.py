@@ -497,6 +497,11 @@ def test_the_model_sees_only_recall_arguments(memory: ObservationalMemory) -> No
         "part_index",
         "before",
         "after",
+        "archive_id",
+        "group_id",
+        "text",
+        "char_offset",
+        "line",
     ]
 
 
