@@ -106,7 +106,11 @@ def buffer_plan(
             yield StoreBatch([buffer_backoff_put_op(thread_id, _failed(env, failed_before, exc))])
             raise
         found = run_extractors(
-            env.extractors, parsed.extracted, record["extracted"], thread_id=thread_id
+            env.extractors,
+            parsed.extracted,
+            record["extracted"],
+            thread_id=thread_id,
+            count=env.counter.count_text,
         )
         text = parsed.observations.strip()
         ctx, extracted = cycle.context(), record["extracted"]

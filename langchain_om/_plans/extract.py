@@ -22,6 +22,7 @@ from langchain_om._plans.types import TurnEnv
 from langchain_om.extractors import (
     ExtractionResult,
     Extractor,
+    bounded,
     check_extractors,
     get_path,
     on_extracted,
@@ -95,6 +96,7 @@ def _extract_one(
         )
         value = validate_value(schema, reply)
         value = on_extracted(extractor, previous, value, thread_id=thread_id, schema=schema)
+        value = bounded(extractor, value, env.counter.count_text)
     except Exception as exc:
         summary = error_summary(exc)
         logger.warning(

@@ -257,7 +257,11 @@ def observe_plan(
     def body(cycle: Cycle) -> Plan[tuple[OMRecord, dict[str, Any]]]:
         parsed = yield from observe_in_parts(cycle, batch)
         found = run_extractors(
-            env.extractors, parsed.extracted, record["extracted"], thread_id=record["thread_id"]
+            env.extractors,
+            parsed.extracted,
+            record["extracted"],
+            thread_id=record["thread_id"],
+            count=env.counter.count_text,
         )
         now = iso(env.now())
         text = without_forgotten(record, parsed.observations.strip())
