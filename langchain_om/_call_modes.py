@@ -18,7 +18,6 @@ attempt of a ``ModelCall`` (each attempt's model decides for itself, see
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -44,6 +43,7 @@ from langchain_om._core.output_modes import (
     is_loopback_url,
     parameter_billions,
 )
+from langchain_om._core.redact import redacted_logger
 from langchain_om._core.structured import (
     STRUCTURED_OBSERVER_NOTE,
     STRUCTURED_REFLECTOR_NOTE,
@@ -65,7 +65,7 @@ __all__ = [
     "served_locally",
 ]
 
-logger = logging.getLogger("langchain_om")
+logger = redacted_logger("langchain_om")
 
 Role = Literal["observer", "reflector"]
 

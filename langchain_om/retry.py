@@ -21,7 +21,6 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import logging
 import random
 import re
 import time
@@ -33,6 +32,7 @@ from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
+from langchain_om._core.redact import redacted_logger
 from langchain_om._plans.effects import run_async, run_sync
 from langchain_om.errors import ModelResolutionError, OMConfigError
 
@@ -49,7 +49,7 @@ __all__ = [
     "is_transient",
 ]
 
-logger = logging.getLogger("langchain_om.retry")
+logger = redacted_logger("langchain_om.retry")
 
 DEFAULT_MAX_RETRIES = 3
 """Retries per model when a spec sets none (see :class:`~langchain_om.models.ModelWithRetries`)."""

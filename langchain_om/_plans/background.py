@@ -6,14 +6,14 @@ import asyncio
 import concurrent.futures
 import contextvars
 import functools
-import logging
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from langchain_om._core.redact import redacted_logger
 from langchain_om._plans.effects import Executor, Plan, run_async, run_sync
 
-logger = logging.getLogger("langchain_om")
+logger = redacted_logger("langchain_om")
 
 
 class Background:

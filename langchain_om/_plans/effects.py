@@ -13,7 +13,6 @@ import asyncio
 import concurrent.futures
 import copy
 import inspect
-import logging
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Self, TypeVar
@@ -21,9 +20,10 @@ from typing import Any, Literal, Protocol, Self, TypeVar
 from langchain_core.messages import BaseMessage
 from langgraph.store.base import BaseStore, GetOp, Op, PutOp, SearchOp
 
+from langchain_om._core.redact import redacted_logger
 from langchain_om._core.sanitize import sanitize_text, sanitize_value
 
-logger = logging.getLogger("langchain_om")
+logger = redacted_logger("langchain_om")
 
 T = TypeVar("T")
 E_contra = TypeVar("E_contra", contravariant=True)

@@ -11,11 +11,10 @@ the others, the previous value and the observation.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from langchain_om._core.redact import error_summary
+from langchain_om._core.redact import error_summary, redacted_logger
 from langchain_om._core.schemas import StructuredRequest, extraction_messages, validate_value
 from langchain_om._plans.effects import Call, Plan
 from langchain_om._plans.types import TurnEnv
@@ -28,7 +27,7 @@ from langchain_om.extractors import (
     on_extracted,
 )
 
-logger = logging.getLogger("langchain_om")
+logger = redacted_logger("langchain_om")
 
 Role = Literal["observer", "reflector"]
 
