@@ -177,6 +177,7 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
             lock=lock,
             env=lambda: self._env,
             render=self.render,
+            sync_wait=self.retry_policy.max_sync_wait,
         )
         self._tools: list[BaseTool] | None = None
 
