@@ -33,6 +33,7 @@ from pydantic import ValidationError
 from langchain_om._core.line_edits import EDIT_TAGS, edit_line, find_lines
 from langchain_om._core.recall import json_text
 from langchain_om._core.record import coerce_record
+from langchain_om._core.sanitize import sanitize_text
 from langchain_om._core.tokens import TokenCounter
 from langchain_om._plans.effects import Executor, ModelCall, Plan, run_async, run_sync
 from langchain_om._plans.graph_state import (
@@ -365,6 +366,11 @@ def _memory_edit(
     )
 
 
+def _forms(value: str) -> tuple[str, str]:
+    """An id as given and as stored (NUL and lone surrogates replaced by markers)."""
+    return value, sanitize_text(value)
+
+
 def _run_record(
     memory: WorkingMemoryOwner,
     state: Mapping[str, Any],
@@ -385,10 +391,10 @@ def _run_record(
             "agent with config={'configurable': {'thread_id': ...}}."
         )
     body = state.get(OM_STATE_KEY) if isinstance(state, Mapping) else None
-    if not isinstance(body, Mapping) or body.get("thread_id") != thread_id:
+    if not isinstance(body, Mapping) or body.get("thread_id") not in _forms(thread_id):
         return None, None
     owner = body.get("resource_id")
-    if resource_id is not None and owner is not None and owner != resource_id:
+    if resource_id is not None and owner is not None and owner not in _forms(resource_id):
         return None, None
     return memory.read_state(state, store=store), None
 

@@ -136,13 +136,13 @@ def corrected_line(old: str, text: str, tags: Iterable[str]) -> str:
     Without a list mark of its own the text keeps the old line's mark, priority and time
     (``* 🔴 (09:00) ``), so a correction can never turn into a ``Date:`` header or a section.
     """
-    line = " ".join(text.split())
+    line = neutralise(" ".join(text.split()), tags=tags)  # before the prefix: its own Date:
     if not _LIST_LINE.match(line):
         prefix = _PREFIX.match(old.strip())
         head = prefix.group(1) if prefix and prefix.group(1).strip() else "* "
         line = head + line
     indent = old[: len(old) - len(old.lstrip())]
-    return indent + neutralise(line, tags=tags)
+    return indent + line
 
 
 def edit_line(
@@ -155,42 +155,57 @@ def edit_line(
 ) -> OMRecord:
     """``record`` with line ``target`` replaced by ``text`` (``None`` deletes it).
 
-    The old line is forgotten (:func:`without_forgotten` keeps it out of the log from now on)
-    and the record gets a new ``log_edit`` mark, so buffered work computed before the edit is
-    dropped. A correction is written by :func:`corrected_line` (``tags``: the section tags to
-    neutralise in it) and re-asserts its own text should it have been forgotten before.
+    The old line is forgotten: every other line with the same content goes too (blanked, so
+    the other lines keep their ids), :func:`without_forgotten` keeps it out of the log from
+    now on, and the record gets a new ``log_edit`` mark, so buffered work computed before the
+    edit is dropped. A correction is written by :func:`corrected_line` (``tags``: the section
+    tags to neutralise in it) and re-asserts its own text should it have been forgotten before.
 
     Raises:
         KeyError: no observation line has the id ``target``.
         OMUsageError: the corrected line is larger than one observation line may be.
     """
+    found = _locate(record, target)
+    if found is None:
+        raise KeyError(target)
+    position, index = found
+    old = record["groups"][position]["text"].splitlines()[index]
+    new_line = None if text is None else corrected_line(old, text, tags)
+    if new_line is not None:
+        problem = line_problem(new_line.strip(), count)
+        if problem is not None:
+            raise OMUsageError(f"The correction was not made: {problem}.")
+    old_key = line_key(record, old)
+    new_key = line_key(record, new_line) if new_line is not None else None
     groups = list(record["groups"])
-    for position, group in enumerate(groups):
+    for at, group in enumerate(groups):
         lines = group["text"].splitlines()
-        for index, line in enumerate(lines):
+        changed = False
+        for i, line in enumerate(lines):
+            if (at, i) == (position, index):
+                lines[i], changed = new_line or "", True
+            elif old_key is not None and old_key != new_key and line_key(record, line) == old_key:
+                lines[i], changed = "", True
+        if changed:
+            body = "\n".join(lines)
+            groups[at] = {**group, "text": body, "tokens": count(body) if body.strip() else 0}
+    forgotten = [k for k in record.get("forgotten") or [] if k != new_key]
+    if old_key is not None and old_key != new_key and old_key not in forgotten:
+        forgotten.append(old_key)
+    out = with_mark(record, LOG_EDIT_KEY, target, text)
+    out["groups"] = groups
+    out["observation_tokens"] = sum(g["tokens"] for g in groups)
+    out["forgotten"] = forgotten
+    return out
+
+
+def _locate(record: OMRecord, target: str) -> tuple[int, int] | None:
+    """``(group position, line index)`` of the observation line with id ``target``."""
+    for position, group in enumerate(record["groups"]):
+        for index, line in enumerate(group["text"].splitlines()):
             if _is_observation(line) and line_id(group["id"], index) == target:
-                forgotten = list(record.get("forgotten") or [])
-                old_key = line_key(record, line)
-                if old_key is not None and old_key not in forgotten:
-                    forgotten.append(old_key)
-                if text is None:
-                    lines[index] = ""
-                else:
-                    new_line = corrected_line(line, text, tags)
-                    problem = line_problem(new_line.strip(), count)
-                    if problem is not None:
-                        raise OMUsageError(f"The correction was not made: {problem}.")
-                    lines[index] = new_line
-                    new_key = line_key(record, new_line)
-                    forgotten = [k for k in forgotten if k != new_key]
-                body = "\n".join(lines)
-                groups[position] = {**group, "text": body, "tokens": count(body) if body else 0}
-                out = with_mark(record, LOG_EDIT_KEY, target, text)
-                out["groups"] = groups
-                out["observation_tokens"] = sum(g["tokens"] for g in groups)
-                out["forgotten"] = forgotten
-                return out
-    raise KeyError(target)
+                return position, index
+    return None
 
 
 def without_forgotten(record: Mapping[str, Any], text: str) -> str:

@@ -137,3 +137,11 @@ def test_per_tenant_schema_example_picks_the_schema_from_the_run_config(
     out = run_example("per_tenant_schema.py", capsys)
     assert "travel (ana): {'destination': 'Kyoto'}" in out
     assert "todo (ben): {'tasks': ['call']}" in out
+
+
+def test_forget_a_line_example_keeps_the_line_deleted(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("forget_a_line.py", capsys)
+    assert "before: the log holds the code: True" in out
+    assert "a reflection holding it is buffered: True" in out
+    assert "after the delete, the log holds it: False" in out
+    assert number(r"(\d+) reflection\(s\) later, the log holds it: False", out) >= 1
