@@ -218,3 +218,19 @@ def test_a_working_memory_update_is_not_undone_by_a_chunk_buffered_before_it(
 def test_in_resource_scope_the_memory_tool_is_refused() -> None:
     with pytest.raises(OMConfigError, match="memory_tool"):
         ObservationalMemory(model=memory_model(), scope="resource", memory_tool=True)
+
+
+def test_deleting_a_line_forgets_its_identical_copies_and_keeps_other_ids() -> None:
+    record = new_record(thread_id="t", resource_id=None, now="")
+    first = "Date: Nov 30, 2026\n* 🔴 (09:00) User's PIN is 4711\n* 🟡 (09:01) Likes tea"
+    again = "Date: Dec 1, 2026\n* 🔴 (11:00) User's PIN is 4711\n* 🟡 (11:05) Likes cake"
+    record["groups"] = [
+        make_group(text=first, tokens=10, message_ids=["m1"], observed_at="", group_id="g1"),
+        make_group(text=again, tokens=10, message_ids=["m2"], observed_at="", group_id="g2"),
+    ]
+    cake = find_lines(record, "cake")[0]["id"]
+    target = find_lines(record, "4711")[-1]["id"]  # the older copy
+    edited = edit_line(record, target, None, len)
+    assert find_lines(edited, "4711") == []
+    assert find_lines(edited, "cake")[0]["id"] == cake  # other lines keep their ids
+    assert edited["observation_tokens"] == sum(g["tokens"] for g in edited["groups"])
