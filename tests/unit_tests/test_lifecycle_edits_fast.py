@@ -11,7 +11,7 @@ from tests.helpers import Clock
 from tests.lifecycle import FaultyModel
 from tests.lifecycle_edits import EDIT_DOORS, EDIT_OPTIONS, LABEL_IDS, EditDoor, run_edit_lifecycle
 
-SEEDS = range(4)
+SEEDS = range(3)
 
 
 @pytest.mark.parametrize("door", EDIT_DOORS)
