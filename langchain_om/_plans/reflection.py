@@ -123,7 +123,7 @@ def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecor
             yield StoreBatch(index)
         return new, {
             "observation_tokens": new["observation_tokens"],
-            "observations": best.text,
+            "observations": text,
             "suggested_response": best.output.suggested_response,
             "retention": best.retention,
             "extracted_values": found.values,

@@ -19,9 +19,16 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.runnables import RunnableConfig
 
 from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware, OMConfigError
-from langchain_om._core.line_edits import edit_line, find_lines, without_forgotten
+from langchain_om._core.line_edits import (
+    LOG_EDIT_KEY,
+    WORKING_MEMORY_EDIT_KEY,
+    edit_line,
+    edit_marks,
+    find_lines,
+    without_forgotten,
+)
 from langchain_om._core.record import make_group, new_record
-from langchain_om._plans.storage import state_put_op
+from langchain_om._plans.storage import chunk_put_op, state_put_op
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
 from tests.unit_tests.test_working_memory import observer_keeping_working_memory
 
@@ -140,6 +147,8 @@ def test_a_deleted_or_corrected_line_never_comes_back(
             assert CORRECTED in _log(record)
         run.settle()  # the reflection buffered (or still running) from the old log lands now
         sent_before = len(run.actor.calls)
+        events: list[Any] = []
+        run.memory.on_debug_event = events.append
         generation = record["generation"]
         for i in range(12):
             record = run.turn(f"Later {i}: " + "talk words " * 15)
@@ -151,6 +160,8 @@ def test_a_deleted_or_corrected_line_never_comes_back(
         assert shown and not any(SSN in str(m.content) for m in shown), (
             "the memory context showed the forgotten line again"
         )
+        applied = [e for e in events if e.type in ("data-om-activation", "data-om-observation-end")]
+        assert applied and not any(SSN in str(e.to_part()) for e in applied)
     finally:
         run.close()
 
@@ -234,3 +245,42 @@ def test_deleting_a_line_forgets_its_identical_copies_and_keeps_other_ids() -> N
     assert find_lines(edited, "4711") == []
     assert find_lines(edited, "cake")[0]["id"] == cake  # other lines keep their ids
     assert edited["observation_tokens"] == sum(g["tokens"] for g in edited["groups"])
+
+
+def test_a_chunk_that_observed_a_forgotten_line_again_activates_without_it() -> None:
+    """A re-sent message observed after the delete: its chunk lands, the line does not."""
+    memory = ObservationalMemory(
+        model=memory_model(),
+        observation={"message_tokens": 300, "buffer_tokens": 100},
+        reflection={"observation_tokens": 4000},
+        background="manual",
+    )
+    record = memory.new_record(thread_id="t")
+    old = "Date: Nov 30, 2026\n* 🔴 (09:00) User's SSN is 123-45-6789\n* 🟡 (09:01) Likes tea"
+    record["groups"] = [make_group(text=old, tokens=20, message_ids=["m0"], observed_at="")]
+    record = edit_line(record, find_lines(record, SSN)[0]["id"], None, len)
+    window: list[BaseMessage] = [
+        HumanMessage("My SSN is 123-45-6789. " + "w " * 150, id="h1"),
+        AIMessage("ok", id="a1"),
+        HumanMessage("And more. " + "w " * 150, id="h2"),
+    ]
+    again = "Date: Dec 1, 2026\n* 🔴 (10:00) User's SSN is 123-45-6789\n* 🟡 (10:01) Assistant: ok"
+    chunk = {
+        "id": "c1",
+        "text": again,
+        "tokens": 30,
+        "message_ids": ["h1", "a1"],
+        "message_tokens": memory.counter.count_messages(window[:2]),
+        "created_at": "",
+        "hints": {},
+        "extracted": {},
+        **edit_marks(record, LOG_EDIT_KEY, WORKING_MEMORY_EDIT_KEY),
+    }
+    memory.store.batch([chunk_put_op("t", chunk)])
+    events: list[Any] = []
+    memory.on_debug_event = events.append
+    out = memory.step(thread_id="t", window=window, record=record)
+    (activation,) = [e for e in events if e.type == "data-om-activation"]
+    assert "Assistant: ok" in activation.observations and SSN not in activation.observations
+    assert SSN not in _log(dict(out.record)) and "Assistant: ok" in _log(dict(out.record))
+    memory.close()
