@@ -20,7 +20,6 @@ attempt of a ``ModelCall`` (each attempt's model decides for itself, see
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -44,6 +43,7 @@ from langchain_om._core.output_modes import (
     is_loopback_url,
     parameter_billions,
 )
+from langchain_om._core.redact import redacted_logger
 from langchain_om._core.structured import (
     STRUCTURED_OBSERVER_NOTE,
     STRUCTURED_REFLECTOR_NOTE,
@@ -66,7 +66,7 @@ __all__ = [
     "small_model",
 ]
 
-logger = logging.getLogger("langchain_om")
+logger = redacted_logger("langchain_om")
 
 Role = Literal["observer", "reflector"]
 

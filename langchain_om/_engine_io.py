@@ -28,7 +28,7 @@ from langchain_om._core.render import MemoryContext
 from langchain_om._core.types import OMRecord
 from langchain_om._plans.background import Background
 from langchain_om._plans.cycles import status_event
-from langchain_om._plans.effects import Executor, Plan, run_async, run_sync
+from langchain_om._plans.effects import Executor, Plan, run_async, run_sync, waiting_at_most
 from langchain_om._plans.graph_state import merge_memory
 from langchain_om._plans.standalone import ThreadState
 from langchain_om._plans.types import TurnEnv, TurnOutcome
@@ -139,6 +139,8 @@ class Runs:
     env: Callable[[], TurnEnv]
     """The engine's default environment (for the status of a state that carries none)."""
     render: Callable[[OMRecord], MemoryContext]
+    sync_wait: float | None = None
+    """Most seconds a plan run for a waiting caller spends between model-call retries."""
 
     def on_store(self, store: BaseStore | None) -> Runs:
         """These runs on the graph run's ``store`` (``None`` or memory's own store: these)."""
@@ -147,12 +149,14 @@ class Runs:
         return replace(self, executor=self.executor.with_store(store))
 
     def run(self, plan: Plan[_T]) -> _T:
-        """Run ``plan`` with the sync driver."""
-        return run_sync(plan, self.executor)
+        """Run ``plan`` with the sync driver (its retries wait at most ``sync_wait``)."""
+        with waiting_at_most(self.sync_wait):
+            return run_sync(plan, self.executor)
 
     async def arun(self, plan: Plan[_T]) -> _T:
-        """Run ``plan`` with the async driver."""
-        return await run_async(plan, self.executor)
+        """Run ``plan`` with the async driver (its retries wait at most ``sync_wait``)."""
+        with waiting_at_most(self.sync_wait):
+            return await run_async(plan, self.executor)
 
     def start_threads(self, done: _WithJobs) -> _WithJobs:
         """Start the background jobs a sync step asked for, on worker threads."""

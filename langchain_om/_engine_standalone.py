@@ -26,6 +26,7 @@ from langchain_om._checkpoint_view import (
 from langchain_om._control import refuse_in_read_only
 from langchain_om._core.dates import iso
 from langchain_om._core.record import coerce_record
+from langchain_om._core.tokens import TokenCounter
 from langchain_om._core.types import OMRecord
 from langchain_om._engine_io import Runs, ThreadSnapshot, as_messages, context_messages
 from langchain_om._plans.effects import Plan
@@ -58,6 +59,7 @@ class StandaloneCalls:
     _actors: ActorEnvs
     _runs: Runs
     _extractors: list[Extractor]
+    counter: TokenCounter
 
     # -- the agent's model ----------------------------------------------------------------
 
@@ -341,7 +343,7 @@ class StandaloneCalls:
         refuse_in_read_only(self.config, "update_working_memory")
         rec = coerce_record(record)
         if rec is not None:
-            return with_working_memory(self._extractors, rec, value)
+            return with_working_memory(self._extractors, rec, value, self.counter.count_text)
         thread = require_thread_id(thread_id)
         return thread, update_working_memory_plan(self._env, thread, resource_id, value)
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 import logging
 
 from langchain_om import events
+from langchain_om._core.redact import redacted_logger
 
-cycles_logger = logging.getLogger("langchain_om.cycles")
+cycles_logger = redacted_logger("langchain_om.cycles")
 
 _ERROR_CHARS = 200
 

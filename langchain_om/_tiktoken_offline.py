@@ -33,7 +33,6 @@ import hashlib
 import importlib.util
 import itertools
 import json
-import logging
 import os
 import sys
 import tempfile
@@ -41,6 +40,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from langchain_om._core.redact import redacted_logger
 
 if TYPE_CHECKING:
     import tiktoken
@@ -56,7 +57,7 @@ __all__ = [
     "seed_cache",
 ]
 
-_log = logging.getLogger("langchain_om")
+_log = redacted_logger("langchain_om")
 RANKS_FORMAT = 1
 
 _BASE_URL = "https://openaipublic.blob.core.windows.net/encodings/"

@@ -10,7 +10,6 @@ the store so the engine works with no graph at all (they live in
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, Unpack
@@ -27,6 +26,7 @@ from langchain_om._core.callable_tokens import MessageCounter, as_token_counter
 from langchain_om._core.dates import iso
 from langchain_om._core.recall import recall_instructions
 from langchain_om._core.record import check_owner, coerce_record, new_record
+from langchain_om._core.redact import redacted_logger
 from langchain_om._core.render import MemoryContext, render_memory
 from langchain_om._core.tokens import TokenCounter
 from langchain_om._core.types import OMRecord
@@ -69,7 +69,7 @@ from langchain_om.locks import LocalThreadLock, ThreadLock
 from langchain_om.retry import RetryPolicy
 from langchain_om.tools import create_memory_tool, create_recall_code_tool, create_recall_tool
 
-logger = logging.getLogger("langchain_om")
+logger = redacted_logger("langchain_om")
 
 __all__ = ["EndTurnOptions", "ObservationalMemory", "StepOptions", "ThreadSnapshot"]
 
@@ -186,6 +186,7 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
             lock=lock,
             env=lambda: self._env,
             render=self.render,
+            sync_wait=self.retry_policy.max_sync_wait,
         )
         self._tools: list[BaseTool] | None = None
 

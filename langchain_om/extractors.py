@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_om._core.bounds import value_problem
 from langchain_om._core.schemas import schema_problem, validate_value
 from langchain_om.errors import OMConfigError
 
@@ -392,14 +393,31 @@ def persist(
     return out
 
 
+def bounded(extractor: Extractor, value: Any, count: Callable[[str], int]) -> Any:
+    """``value``, when it is small enough to keep (see :mod:`langchain_om._core.bounds`).
+
+    Raises:
+        ValueError: it is larger than an extractor's value may be; the message names the bound.
+    """
+    problem = value_problem(value, count, what=f"the {extractor.slug!r} value")
+    if problem is not None:
+        raise ValueError(f"{problem}; the previous value is kept")
+    return value
+
+
 def run_extractors(
     extractors: Sequence[Extractor],
     raw: Mapping[str, str],
     extracted: Mapping[str, Any],
     *,
     thread_id: str,
+    count: Callable[[str], int],
 ) -> ExtractionResult:
-    """Apply ``on_extracted`` to the parsed sections; keep the values that survive."""
+    """Apply ``on_extracted`` to the parsed sections; keep the values that survive.
+
+    A value larger than :data:`~langchain_om._core.bounds.MAX_VALUE_TOKENS` tokens (``count``
+    measures it) is refused: an extraction failure, the previous value kept.
+    """
     result = ExtractionResult()
     for extractor in inline_extractors(extractors):
         previous = get_path(extracted, extractor.path) if extractor.path else None
@@ -408,8 +426,11 @@ def run_extractors(
             continue
         try:
             value = on_extracted(extractor, previous, str(current).strip(), thread_id=thread_id)
+            value = bounded(extractor, value, count)
         except Exception as exc:
-            result.failures.append({"slug": extractor.slug, "error": f"{exc}"})
+            result.failures.append(
+                {"slug": extractor.slug, "error": f"{exc}", "reason": "extraction_failed"}
+            )
             continue
         result.values[extractor.slug] = value
     return result

@@ -21,7 +21,6 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import logging
 import random
 import re
 import time
@@ -34,8 +33,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from langchain_om._core.loop_cut import StreamCut
+from langchain_om._core.redact import redacted_logger
 from langchain_om._core.stream_reader import StreamReader
-from langchain_om._plans.effects import run_async, run_sync
+from langchain_om._plans.effects import SYNC_WAIT, run_async, run_sync
 from langchain_om.errors import ModelResolutionError, OMConfigError
 
 __all__ = [
@@ -51,7 +51,7 @@ __all__ = [
     "is_transient",
 ]
 
-logger = logging.getLogger("langchain_om.retry")
+logger = redacted_logger("langchain_om.retry")
 
 DEFAULT_MAX_RETRIES = 3
 """Retries per model when a spec sets none (see :class:`~langchain_om.models.ModelWithRetries`)."""
@@ -130,7 +130,8 @@ class RetryPolicy:
 
     Retry ``n`` (0-based) waits ``min(max_delay, base_delay * 2**n)``, scaled by a random
     factor in ``[1 - jitter, 1 + jitter]`` and never more than ``max_delay``; a provider's
-    ``Retry-After`` header lengthens the wait (up to ``max_delay``).
+    ``Retry-After`` header lengthens the wait (up to ``max_delay``). A step the caller waits
+    for spends at most ``max_sync_wait`` seconds on these waits in total.
 
     Example:
         >>> policy = RetryPolicy(base_delay=1.0, max_delay=5.0, jitter=0.2, rng=lambda: 0.5)
@@ -147,10 +148,20 @@ class RetryPolicy:
     """Decides whether an error is worth retrying."""
     rng: Callable[[], float] = field(default=random.random, compare=False, repr=False)
     """Uniform random numbers in ``[0, 1)`` for jitter (injectable for tests)."""
+    max_sync_wait: float = 10.0
+    """Most seconds a synchronous step waits between retries, all its model calls together
+    (the Observer's, the Reflector's, the extractors'). A retry whose delay no longer fits is
+    not made: the cycle fails and later turns back off, honouring ``Retry-After``. Background
+    buffering and reflection wait as the policy says (``max_delay`` per retry)."""
 
     def __post_init__(self) -> None:
         if self.max_retries < 0 or self.base_delay < 0 or self.max_delay < 0:
             raise OMConfigError("RetryPolicy values must be >= 0.", option="retry_policy")
+        if self.max_sync_wait < 0:
+            raise OMConfigError(
+                "RetryPolicy.max_sync_wait must be >= 0 (seconds a turn may wait for retries).",
+                option="retry_policy",
+            )
         if not 0 <= self.jitter <= 1:
             raise OMConfigError("RetryPolicy.jitter must be in [0, 1].", option="retry_policy")
 
@@ -349,6 +360,18 @@ def _retry_plan(
             if tried > budget or not policy.retry_on(error):
                 break
             delay = policy.delay(tried - 1, error)
+            waiting = SYNC_WAIT.get()
+            if waiting is not None and not waiting.take(delay):
+                logger.info(
+                    "model %s failed (%s, try %d); a retry in %.1fs would pass the %.1fs a "
+                    "synchronous step may still wait: not retried now",
+                    attempt.model_id,
+                    type(error).__name__,
+                    tried,
+                    delay,
+                    waiting.seconds,
+                )
+                break
             logger.info(
                 "model %s failed (%s, try %d of %d); retrying in %.1fs",
                 attempt.model_id,

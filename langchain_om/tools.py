@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal, NamedTuple, Protocol
 
 from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -33,10 +33,11 @@ from pydantic import BaseModel, Field, ValidationError
 
 from langchain_om._config_parts import CodeModeConfig
 from langchain_om._core.group_keys import GROUP_KEYS
-from langchain_om._core.line_edits import edit_line, find_lines
+from langchain_om._core.line_edits import EDIT_TAGS, edit_line, find_lines
 from langchain_om._core.recall import json_text
 from langchain_om._core.recall_code import Limits
 from langchain_om._core.record import coerce_record
+from langchain_om._core.sanitize import sanitize_text
 from langchain_om._core.tokens import TokenCounter
 from langchain_om._plans.effects import Executor, ModelCall, Plan, run_async, run_sync
 from langchain_om._plans.graph_state import (
@@ -454,6 +455,14 @@ typed one) change the `fields` given.
 Use it when the user corrects something you remember, or asks you to forget it."""
 
 
+class _Edit(NamedTuple):
+    """The memory tool's answer, the new record (``None``: unchanged) and whether it failed."""
+
+    answer: str
+    record: Any = None
+    error: bool = False
+
+
 def _memory_edit(
     memory: WorkingMemoryOwner,
     record: Any,
@@ -463,31 +472,40 @@ def _memory_edit(
     line_id: str | None,
     text: str | None,
     fields: dict[str, Any] | None,
-) -> tuple[str, Any]:
-    """The tool's answer and the new record (``None`` when nothing changed)."""
+) -> _Edit:
+    """What the tool answers, and the edited record."""
     coerced = coerce_record(record)
     if coerced is None:
-        return (
+        return _Edit(
             "There is no memory of this conversation yet (in a custom graph, give the tool "
-            "node a state with the om_record key: ObservationalMemoryGraphState).",
-            None,
+            "node a state with the om_record key: ObservationalMemoryGraphState)."
         )
     if memory.config.read_only and action != "find":
-        return "This memory is read-only; nothing was changed.", None
+        return _Edit("This memory is read-only; nothing was changed.", error=True)
     if action == "find":
-        return json_text({"lines": find_lines(coerced, query or "")}), None
+        return _Edit(json_text({"lines": find_lines(coerced, query or "")}))
     if action in ("correct", "delete"):
         if not line_id or (action == "correct" and not (text or "").strip()):
-            return f"action={action!r} needs line_id" + (
-                " and text" if action == "correct" else ""
-            ), None
+            needs = " and text" if action == "correct" else ""
+            return _Edit(f"action={action!r} needs line_id{needs}", error=True)
+        slugs = [e.slug for e in memory.config.observation.extract]
         try:
             new = edit_line(
-                coerced, line_id, text if action == "correct" else None, memory.counter.count_text
+                coerced,
+                line_id,
+                text if action == "correct" else None,
+                memory.counter.count_text,
+                tags=(*EDIT_TAGS, *slugs),
             )
         except KeyError:
-            return f"No observation line has the id {line_id!r}; use action='find' first.", None
-        return f"Line {line_id} {'corrected' if action == 'correct' else 'deleted'}.", new
+            return _Edit(
+                f"No observation line has the id {line_id!r}; use action='find' first.",
+                error=True,
+            )
+        except OMUsageError as exc:
+            return _Edit(exc.message, error=True)
+        done = "corrected" if action == "correct" else "deleted"
+        return _Edit(f"Line {line_id} {done}.", new)
     if action == "update_working_memory":
         value: Any = text
         if fields is not None:
@@ -496,9 +514,45 @@ def _memory_edit(
         try:
             new = memory.update_working_memory(value, record=coerced)
         except OMUsageError as exc:
-            return f"Not updated: {exc.message}", None
-        return "Working memory updated.", new
-    return f"Unknown action {action!r}; use find, correct, delete or update_working_memory.", None
+            return _Edit(f"Not updated: {exc.message}", error=True)
+        return _Edit("Working memory updated.", new)
+    return _Edit(
+        f"Unknown action {action!r}; use find, correct, delete or update_working_memory.",
+        error=True,
+    )
+
+
+def _forms(value: str) -> tuple[str, str]:
+    """An id as given and as stored (NUL and lone surrogates replaced by markers)."""
+    return value, sanitize_text(value)
+
+
+def _run_record(
+    memory: WorkingMemoryOwner,
+    state: Mapping[str, Any],
+    config: RunnableConfig | None,
+    store: BaseStore | None,
+) -> tuple[Any, str | None]:
+    """The record of the run's own thread, or ``(None, why not)``.
+
+    Identity comes from the run (``configurable.thread_id``, the graph's execution info,
+    ``resource_id``/``user_id``), never from ``state``: outside a ``ToolNode`` the state is
+    an argument anyone may write. Its record is used only when it is the run's thread's (and
+    the run's resource's, when the run names one).
+    """
+    thread_id, resource_id = run_ids(dict(config or {}), _runtime())
+    if not thread_id:
+        return None, (
+            "The memory tool works on the current conversation only: run it in a graph or "
+            "agent with config={'configurable': {'thread_id': ...}}."
+        )
+    body = state.get(OM_STATE_KEY) if isinstance(state, Mapping) else None
+    if not isinstance(body, Mapping) or body.get("thread_id") not in _forms(thread_id):
+        return None, None
+    owner = body.get("resource_id")
+    if resource_id is not None and owner is not None and owner not in _forms(resource_id):
+        return None, None
+    return memory.read_state(state, store=store), None
 
 
 def create_memory_tool(memory: WorkingMemoryOwner) -> BaseTool:
@@ -528,16 +582,27 @@ def create_memory_tool(memory: WorkingMemoryOwner) -> BaseTool:
             reply = ToolMessage(MEMORY_OFF_EDIT, tool_call_id=tool_call_id, name=MEMORY_TOOL_NAME)
             return Command(update={"messages": [reply]})
         store = run_store()
-        answer, new = _memory_edit(
-            memory,
-            memory.read_state(state, store=store),
-            action=action,
-            query=query,
-            line_id=line_id,
-            text=text,
-            fields=fields,
+        record, refused = _run_record(memory, state, config, store)
+        edit = (
+            _Edit(refused, error=True)
+            if refused is not None
+            else _memory_edit(
+                memory,
+                record,
+                action=action,
+                query=query,
+                line_id=line_id,
+                text=text,
+                fields=fields,
+            )
         )
-        reply = ToolMessage(answer, tool_call_id=tool_call_id, name=MEMORY_TOOL_NAME)
+        reply = ToolMessage(
+            edit.answer,
+            tool_call_id=tool_call_id,
+            name=MEMORY_TOOL_NAME,
+            status="error" if edit.error else "success",
+        )
+        new = edit.record
         if new is None:
             return Command(update={"messages": [reply]})
         update = record_update(new, state)

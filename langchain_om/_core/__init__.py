@@ -33,7 +33,8 @@ Modules:
     redact: error summaries safe to show to end users (secrets masked); PII redaction.
     transforms: what the transform hooks' results mean; the archive's transformed view.
     floor: the keep_last_messages floor on what leaves the window.
-    line_edits: observation line ids and the memory tool's edits.
+    line_edits: observation line ids, the memory tool's edits and the marks that make them stick.
+    bounds: size bounds on text no Observer reply was judged for (tool edits, extracted values).
     preamble: a custom preamble template: its placeholders, checks and blocks.
     schemas: schema extractors' schemas, prompt and value validation.
     structured: the schema of structured Observer/Reflector replies and their text rendering.

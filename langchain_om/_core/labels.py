@@ -17,6 +17,11 @@ domains are ordinary ids, so ids are encoded into labels:
   itself must be kept in the stored value (:func:`decode_label` returns ``None``).
 
 ``/``, spaces and non-surrogate unicode are valid in labels and are kept as they are.
+
+The encoding is injective: plain labels never start with ``~``, every encoded one does, and
+escapes decode exactly, so no two ids share a label. Data stored under an id's pre-encoding
+label (:func:`legacy_label`) is moved on first access, except from a label that is another
+id's label today (:func:`is_current_label`).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ __all__ = [
     "MAX_LABEL_BYTES",
     "decode_label",
     "encode_label",
+    "is_current_label",
     "is_valid_label",
     "legacy_label",
 ]
@@ -114,14 +120,27 @@ def decode_label(label: str) -> str | None:
     return _ESCAPED.sub(unescape, label[1:])
 
 
+_DIGEST_LABEL = re.compile(r"~~h[0-9a-f]{64}")
+
+
+def is_current_label(label: str) -> bool:
+    """Whether some id is stored under ``label`` today (its encoding is exactly ``label``)."""
+    if label.startswith(_DIGEST):
+        return _DIGEST_LABEL.fullmatch(label) is not None  # the digest of an unknown long id
+    decoded = decode_label(label)
+    return decoded is not None and _encode(decoded) == label
+
+
 def legacy_label(value: str) -> str | None:
     """The label this id was stored under before ids were encoded, if it differs.
 
     Before encoding, an id was used as its own label; stores accepted it when it was a valid
     label. Such an id now encodes differently only when it starts with ``~`` (or is very
-    long): read its data under this label too, and move it.
+    long): read its data under this label too, and move it. Never when that old label is
+    another id's label today (``~a~2Eb`` is where ``a.b`` lives): what is stored there is
+    that id's, so a thread named like another's label can never take its data over.
     """
     current = encode_label(value)
-    if value != current and is_valid_label(value):
+    if value != current and is_valid_label(value) and not is_current_label(value):
         return value
     return None

@@ -4,12 +4,17 @@ Events (``data-om-*-failed``) and hook payloads are streamed to UIs; a provider 
 text can hold an API key (``Incorrect API key provided: sk-live-…``), a bearer token or a URL
 with credentials. :func:`error_summary` keeps the error type, the HTTP status code when the
 exception has one, and at most :data:`MAX_MESSAGE_CHARS` of the message with such secrets
-masked. The full exception belongs only in the Python logger and the hook's ``error`` object.
+masked. The full exception belongs only in the Python logger and the hook's ``error`` object,
+and the logger gets it redacted too: every logger of the package carries
+:class:`RedactingFilter` (:func:`redacted_logger`), which masks the same secrets in log
+messages, their arguments and tracebacks.
 """
 
 from __future__ import annotations
 
+import logging
 import re
+import traceback
 from dataclasses import dataclass
 
 __all__ = [
@@ -17,9 +22,12 @@ __all__ = [
     "MAX_MESSAGE_CHARS",
     "PII_MASKS",
     "ErrorSummary",
+    "RedactingFilter",
     "error_summary",
     "redact_pii",
+    "redact_secrets",
     "redact_text",
+    "redacted_logger",
 ]
 
 MASK = "***"
@@ -62,6 +70,67 @@ def redact_text(text: str, *, limit: int = MAX_MESSAGE_CHARS) -> str:
     if len(out) > limit:
         out = out[: max(limit - 1, 0)].rstrip() + "…"
     return out
+
+
+_FRAME_LINE = re.compile(r'^\s*File "')
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` with credentials masked, its lines and length kept (log messages, tracebacks).
+
+    The patterns of :func:`redact_text` apply line by line; the frame lines of a traceback
+    (``File "…", line N, in f``) are left as they are (their paths are not secrets, and the
+    long-token patterns would mask them).
+    """
+    out: list[str] = []
+    for line in text.split("\n"):
+        if not _FRAME_LINE.match(line):
+            for pattern, repl in _PATTERNS:
+                line = pattern.sub(repl, line)
+        out.append(line)
+    return "\n".join(out)
+
+
+class RedactingFilter(logging.Filter):
+    """Masks credentials in a log record: its message, arguments, traceback and stack.
+
+    Attached to every logger of the package (:func:`redacted_logger`). The traceback is
+    formatted and redacted here and the exception object dropped from the record, so no
+    handler or formatter can print the unredacted error (``record.exc_text`` holds it).
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a broken format string: the logging module reports it itself
+            return True
+        clean = redact_secrets(message)
+        if clean != message or record.args:
+            record.msg, record.args = clean, None
+        if record.exc_info and record.exc_info[0] is not None:
+            text = "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+            record.exc_text = redact_secrets(text)
+            record.exc_info = None
+        elif record.exc_text:
+            record.exc_text = redact_secrets(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact_secrets(record.stack_info)
+        return True
+
+
+_FILTER = RedactingFilter()
+
+
+def redacted_logger(name: str) -> logging.Logger:
+    """The logger ``name`` with :class:`RedactingFilter` attached (once).
+
+    A logger's filters see only the records logged on it, not its children's, so every
+    logger of the package is made with this.
+    """
+    logger = logging.getLogger(name)
+    if not any(isinstance(f, RedactingFilter) for f in logger.filters):
+        logger.addFilter(_FILTER)
+    return logger
 
 
 @dataclass(frozen=True)

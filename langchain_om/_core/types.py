@@ -131,6 +131,14 @@ class OMRecord(TypedDict):
     """Archive mode: ``{"head", "count", "catalog", "catalog_tokens"}``: the newest archive
     entry of this record's chain, how many entries the chain holds, and the rendered catalog
     of retired groups the agent is shown (see :mod:`langchain_om._core.archive`)."""
+    log_edit: NotRequired[str]
+    """Changes with every edit of an observation line (the ``memory`` tool): buffered work
+    computed from a record with another mark is dropped (:mod:`~langchain_om._core.line_edits`)."""
+    working_memory_edit: NotRequired[str]
+    """Changes with every update of the working memory by the application or the tool."""
+    forgotten: NotRequired[list[str]]
+    """Keys of the lines deleted or corrected away (salted hashes, not their text): no line
+    with one of these keys enters the log again."""
     branches: NotRequired[list[list[Any]]]
     """Archive branches this record's observed messages live on: ``[[branch, first_seq], …]``
     (absent: the root branch ``""`` only). A checkpoint fork that observes gets a new branch."""

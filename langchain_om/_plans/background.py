@@ -6,14 +6,14 @@ import asyncio
 import concurrent.futures
 import contextvars
 import functools
-import logging
 import threading
 from collections.abc import Callable
 from typing import Any
 
-from langchain_om._plans.effects import Executor, Plan, run_async, run_sync
+from langchain_om._core.redact import redacted_logger
+from langchain_om._plans.effects import Executor, Plan, run_async, run_sync, unbounded
 
-logger = logging.getLogger("langchain_om")
+logger = redacted_logger("langchain_om")
 
 
 class Background:
@@ -55,7 +55,7 @@ class Background:
             keys = [key] if key is not None else list(self.pending)
             jobs = [(k, self.pending.pop(k)) for k in keys if k in self.pending]
         for _, (plan, executor) in jobs:
-            run_sync(plan, executor)
+            contextvars.copy_context().run(unbounded, run_sync, plan, executor)
 
     def drop_pending(self, key: str | None = None) -> None:
         """Manual mode: forget queued jobs, as if the process died while they ran."""
@@ -73,15 +73,18 @@ class Background:
             # The job runs in a copy of the caller's context: LangChain's callbacks (tracing)
             # travel in a context variable, so the job's model calls nest under the caller's run.
             context = contextvars.copy_context()
-            return self._thread_pool().submit(context.run, run_sync, plan, executor)
+            return self._thread_pool().submit(context.run, unbounded, run_sync, plan, executor)
 
         return self._start(key, plan, executor, launch)
 
     def start_task(self, key: str, plan: Plan[Any], executor: Executor) -> bool:
         """Run ``plan`` as a task on the running loop unless ``key`` is already running."""
 
+        async def job() -> Any:
+            return await unbounded(run_async, plan, executor)
+
         def launch() -> asyncio.Task[Any]:
-            return asyncio.get_running_loop().create_task(run_async(plan, executor))
+            return asyncio.get_running_loop().create_task(job())
 
         return self._start(key, plan, executor, launch)
 

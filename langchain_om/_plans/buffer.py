@@ -20,6 +20,13 @@ from langchain_core.messages import BaseMessage
 
 from langchain_om._core.backoff import BackoffState, record_failure
 from langchain_om._core.dates import iso
+from langchain_om._core.line_edits import (
+    LOG_EDIT_KEY,
+    WORKING_MEMORY_EDIT_KEY,
+    edit_marks,
+    same_mark,
+    without_forgotten,
+)
 from langchain_om._core.record import append_observations, make_group, new_id, stable_id
 from langchain_om._core.reflector import apply_reflection, buffered_reflection_target
 from langchain_om._core.types import OMRecord
@@ -43,7 +50,12 @@ from langchain_om._plans.transforms import archived_messages
 from langchain_om._plans.types import ActivationTrigger, TurnEnv, TurnInput, emit_event
 from langchain_om.errors import ObserverOutputError
 from langchain_om.events import ActivationEvent
-from langchain_om.extractors import ARCHIVE_SUMMARY_SLUG, persist, run_extractors
+from langchain_om.extractors import (
+    ARCHIVE_SUMMARY_SLUG,
+    persist,
+    run_extractors,
+    working_memory_extractor,
+)
 
 
 def announce_buffering(
@@ -101,7 +113,11 @@ def buffer_plan(
             yield StoreBatch([buffer_backoff_put_op(thread_id, _failed(env, failed_before, exc))])
             raise
         found = run_extractors(
-            env.extractors, parsed.extracted, record["extracted"], thread_id=thread_id
+            env.extractors,
+            parsed.extracted,
+            record["extracted"],
+            thread_id=thread_id,
+            count=env.counter.count_text,
         )
         text = parsed.observations.strip()
         ctx, extracted = cycle.context(), record["extracted"]
@@ -130,6 +146,7 @@ def buffer_plan(
             "created_at": iso(env.now()),
             "hints": {k: v for k, v in hints if v},
             "extracted": found.values,
+            **edit_marks(record, LOG_EDIT_KEY, WORKING_MEMORY_EDIT_KEY),
         }
         # Persisted before announced.
         cleared = [buffer_backoff_put_op(thread_id, None)] if failed_before else []
@@ -198,7 +215,7 @@ def activation_plan(
             observation_tokens=new["observation_tokens"],
             messages_activated=count,
             generation_count=new["generation"],
-            observations="\n\n".join(str(c["text"]) for c in chunks),
+            observations="\n\n".join(without_forgotten(record, str(c["text"])) for c in chunks),
             triggered_by=triggered_by,
             previous_model=record.get("last_actor_model"),
             current_model=inp.actor_model,
@@ -212,14 +229,25 @@ def activation_plan(
 def _with_chunks(
     env: TurnEnv, record: OMRecord, chunks: Sequence[Mapping[str, Any]], now: str
 ) -> OMRecord:
-    """``record`` with the observations of ``chunks`` appended, in order."""
+    """``record`` with the observations of ``chunks`` appended, in order.
+
+    Edits made since a chunk was computed are re-applied: forgotten lines stay out, and a
+    chunk from before a working-memory update keeps its observations but not its working
+    memory (the update wins).
+    """
     new = record
     cursor = record["observed_message_count"]
+    memory = working_memory_extractor(env.extractors)
     for chunk in chunks:
         ids = [str(i) for i in chunk["message_ids"]]
+        text = str(chunk["text"])
+        kept = without_forgotten(record, text)
+        extracted = dict(chunk.get("extracted") or {})
+        if memory is not None and not same_mark(record, chunk, WORKING_MEMORY_EDIT_KEY):
+            extracted.pop(memory.slug, None)
         group = make_group(
-            text=str(chunk["text"]),
-            tokens=int(chunk["tokens"]),
+            text=kept,
+            tokens=int(chunk["tokens"]) if kept == text else env.counter.count_text(kept),
             message_ids=ids,
             observed_at=now,
             group_id=stable_id(record["record_id"], "obs", cursor, chunk["message_ids"][0]),
@@ -237,7 +265,7 @@ def _with_chunks(
             thread_title=env.config.observation.thread_title,
             now=now,
         )
-        new["extracted"] = persist(env.extractors, new["extracted"], chunk.get("extracted") or {})
+        new["extracted"] = persist(env.extractors, new["extracted"], extracted)
         cursor += len(ids)
     return new
 
@@ -290,6 +318,7 @@ def reflection_buffer_plan(
             "group_ids": list(group_ids),
             "created_at": iso(env.now()),
             "extracted": found.values,
+            **edit_marks(record, LOG_EDIT_KEY),
         }
         yield StoreBatch([reflection_put_op(record["thread_id"], value)])
         return record, {
@@ -315,8 +344,14 @@ def reflection_failure(stored: Mapping[str, Any] | None) -> BackoffState | None:
 
 
 def reflection_is_valid(record: OMRecord, buffered: Mapping[str, Any] | None) -> bool:
-    """A stored reflection applies when its groups are still the log's leading groups."""
+    """A stored reflection applies when its groups are still the log's leading groups.
+
+    It must also have been computed after the log's last line edit: one computed before
+    (stored then, or still running when the edit landed) holds the old lines.
+    """
     if not buffered or reflection_failure(buffered) is not None:
+        return False
+    if not same_mark(record, buffered, LOG_EDIT_KEY):
         return False
     ids = [str(i) for i in buffered.get("group_ids") or []]
     leading = [g["id"] for g in record["groups"][: len(ids)]]
@@ -333,10 +368,13 @@ def activate_reflection(
 ) -> Plan[OMRecord]:
     """Swap a stored reflection in for the groups it covers (no model call)."""
     ids = [str(i) for i in buffered["group_ids"]]
+    text = without_forgotten(record, str(buffered["text"]))
     new = apply_reflection(
         record,
-        text=str(buffered["text"]),
-        tokens=int(buffered["tokens"]),
+        text=text,
+        tokens=int(buffered["tokens"])
+        if text == buffered["text"]
+        else env.counter.count_text(text),
         covered_group_ids=ids,
         now=iso(env.now()),
         new_group_id=stable_id(record["record_id"], "ref", record["generation"] + 1, *ids),
@@ -363,7 +401,7 @@ def activate_reflection(
             observation_tokens=new["observation_tokens"],
             messages_activated=0,
             generation_count=new["generation"],
-            observations=str(buffered["text"]),
+            observations=text,
             triggered_by=triggered_by,
             record_id=record["record_id"],
             thread_id=record["thread_id"],

@@ -8,7 +8,6 @@ every cycle, synchronous or background, with its start/end/failed events, hooks 
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_om._core.dates import iso
 from langchain_om._core.receipts import savings
 from langchain_om._core.record import new_id
-from langchain_om._core.redact import error_summary
+from langchain_om._core.redact import error_summary, redacted_logger
 from langchain_om._core.stream_reader import STREAM_KEY
 from langchain_om._core.types import OMRecord
 from langchain_om._plans.effects import HookCall, Plan
@@ -43,7 +42,7 @@ from langchain_om.events import (
     WindowUsage,
 )
 
-logger = logging.getLogger("langchain_om")
+logger = redacted_logger("langchain_om")
 
 
 def failure_reason(exc: BaseException) -> str:

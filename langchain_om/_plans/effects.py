@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import copy
 import inspect
-import logging
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Self, TypeVar
 
 from langchain_core.messages import BaseMessage
 from langgraph.store.base import BaseStore, GetOp, Op, PutOp, SearchOp
 
+from langchain_om._core.redact import redacted_logger
 from langchain_om._core.sanitize import sanitize_text, sanitize_value
 
-logger = logging.getLogger("langchain_om")
+logger = redacted_logger("langchain_om")
 
 T = TypeVar("T")
 E_contra = TypeVar("E_contra", contravariant=True)
@@ -56,6 +58,51 @@ def reply_text(result: Any) -> str:
     if isinstance(message, BaseMessage):
         return message.text if isinstance(message.text, str) else str(message.text)
     return str(message)
+
+
+class WaitBudget:
+    """Seconds a synchronous step may still spend waiting between retries of model calls.
+
+    The engine opens one for each plan it runs for a caller who waits (:func:`waiting_at_most`);
+    every retry of the step's Observer, Reflector and extractor calls takes its delay from it,
+    and a retry whose delay no longer fits is not made (the call fails, the cycle's backoff
+    takes over). Background jobs run with none: they wait as the retry policy says.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = max(0.0, seconds)
+
+    def take(self, delay: float) -> bool:
+        """Spend ``delay`` seconds if they fit; ``False`` (nothing spent) when they do not."""
+        if delay > self.seconds:
+            return False
+        self.seconds -= delay
+        return True
+
+
+SYNC_WAIT: contextvars.ContextVar[WaitBudget | None] = contextvars.ContextVar(
+    "langchain_om_sync_wait", default=None
+)
+"""The wait budget of the synchronous step running in this context (``None``: no bound)."""
+
+
+@contextmanager
+def waiting_at_most(seconds: float | None) -> Iterator[None]:
+    """Run the block under a wait budget of ``seconds`` (an enclosing one is kept)."""
+    if seconds is None or SYNC_WAIT.get() is not None:
+        yield
+        return
+    token = SYNC_WAIT.set(WaitBudget(seconds))
+    try:
+        yield
+    finally:
+        SYNC_WAIT.reset(token)
+
+
+def unbounded(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` with no wait budget (a background job in a copy of its caller's context)."""
+    SYNC_WAIT.set(None)
+    return fn(*args)
 
 
 @dataclass(frozen=True)

@@ -11,23 +11,23 @@ the others, the previous value and the observation.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from langchain_om._core.redact import error_summary
+from langchain_om._core.redact import error_summary, redacted_logger
 from langchain_om._core.schemas import StructuredRequest, extraction_messages, validate_value
 from langchain_om._plans.effects import Call, Plan
 from langchain_om._plans.types import TurnEnv
 from langchain_om.extractors import (
     ExtractionResult,
     Extractor,
+    bounded,
     check_extractors,
     get_path,
     on_extracted,
 )
 
-logger = logging.getLogger("langchain_om")
+logger = redacted_logger("langchain_om")
 
 Role = Literal["observer", "reflector"]
 
@@ -95,6 +95,7 @@ def _extract_one(
         )
         value = validate_value(schema, reply)
         value = on_extracted(extractor, previous, value, thread_id=thread_id, schema=schema)
+        value = bounded(extractor, value, env.counter.count_text)
     except Exception as exc:
         summary = error_summary(exc)
         logger.warning(

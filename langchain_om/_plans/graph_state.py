@@ -132,13 +132,19 @@ def record_update(
 
     The record is written as :func:`stored_record` (groups by key; store them with
     :func:`groups_to_store`), or with ``inline`` whole (a ``read_only`` memory writes nothing
-    to the store, so its state must hold its log). With ``state`` unknown (``None``) both keys
-    are written.
+    to the store, so its state must hold its log); a ``read_only`` step that leaves a
+    writer's record (groups by key) unchanged writes nothing, so a reader never rewrites the
+    writer's record format. With ``state`` unknown (``None``) both keys are written.
     """
     activity = {k: record[k] for k in ACTIVITY_FIELDS if k in record}
-    stored = dict(record) if inline else stored_record(record)
-    update: dict[str, Any] = {}
     current = state.get(OM_STATE_KEY) if state is not None else None
+    stored = dict(record) if inline else stored_record(record)
+    if inline and isinstance(current, dict) and GROUP_KEYS in current:
+        # A reader on a writer's thread: the writer's record (its log by key) stays as it is.
+        keyed = stored_record(record)
+        if _same_body(current, keyed):
+            stored = keyed
+    update: dict[str, Any] = {}
     if not isinstance(current, dict) or not _same_body(current, stored):
         update[OM_STATE_KEY] = stored
     if state is None or state.get(OM_ACTIVITY_KEY) != activity:

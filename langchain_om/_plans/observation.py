@@ -24,6 +24,7 @@ from langchain_om._core.acceptance import (
 from langchain_om._core.dates import iso
 from langchain_om._core.grounding import Sources
 from langchain_om._core.invented import drop_invented_tool_lines
+from langchain_om._core.line_edits import without_forgotten
 from langchain_om._core.observer import (
     ObserverOutput,
     build_observer_messages,
@@ -474,10 +475,14 @@ def observe_plan(
                 reason="ungrounded",
             )
         found = run_extractors(
-            env.extractors, parsed.extracted, record["extracted"], thread_id=record["thread_id"]
+            env.extractors,
+            parsed.extracted,
+            record["extracted"],
+            thread_id=record["thread_id"],
+            count=env.counter.count_text,
         )
         now = iso(env.now())
-        text = parsed.observations.strip()
+        text = without_forgotten(record, parsed.observations.strip())
         ctx, extracted = cycle.context(), record["extracted"]
         found.merge(
             (yield from extract_plan(env, ctx, env.extractors, text, extracted, role="observer"))

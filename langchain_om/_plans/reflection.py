@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from langchain_om._core.dates import iso
+from langchain_om._core.line_edits import without_forgotten
 from langchain_om._core.observer import parse_observer_output
 from langchain_om._core.output_budget import reflector_budget
 from langchain_om._core.record import log_text, stable_id
@@ -115,10 +116,11 @@ def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecor
     def body(cycle: Cycle) -> Plan[tuple[OMRecord, dict[str, Any]]]:
         best = yield from call_reflector(cycle, groups, target=threshold)
         covered = [g["id"] for g in groups]
+        text = without_forgotten(record, best.text)
         new = apply_reflection(
             record,
-            text=best.text,
-            tokens=best.tokens,
+            text=text,
+            tokens=best.tokens if text == best.text else env.counter.count_text(text),
             covered_group_ids=covered,
             now=iso(env.now()),
             new_group_id=stable_id(record["record_id"], "ref", record["generation"] + 1, *covered),
@@ -141,7 +143,7 @@ def reflect_plan(env: TurnEnv, inp: TurnInput, record: OMRecord) -> Plan[OMRecor
             yield StoreBatch(index)
         return new, {
             "observation_tokens": new["observation_tokens"],
-            "observations": best.text,
+            "observations": text,
             "suggested_response": best.output.suggested_response,
             "retention": best.retention,
             "extracted_values": found.values,

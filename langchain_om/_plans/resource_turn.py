@@ -21,7 +21,6 @@ keeps failing, the view shows at most ``reflection.block_after`` tokens of the l
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -32,7 +31,7 @@ from langchain_core.messages import BaseMessage
 
 from langchain_om._core.dates import iso, message_time, stamp_messages
 from langchain_om._core.record import make_group, new_id, new_record, stable_id
-from langchain_om._core.redact import error_summary
+from langchain_om._core.redact import error_summary, redacted_logger
 from langchain_om._core.resource import (
     ResourceRecord,
     bounded_log,
@@ -67,7 +66,7 @@ from langchain_om.errors import (
 )
 from langchain_om.events import ObservationEndEvent, ObservationFailedEvent, ObservationStartEvent
 
-logger = logging.getLogger("langchain_om")
+logger = redacted_logger("langchain_om")
 
 __all__ = [
     "OTHERS_TOKENS_KEY",

@@ -25,6 +25,7 @@ from langchain_core.messages import BaseMessage
 from langchain_om._core.backoff import BackoffState, decide_attempt
 from langchain_om._core.dates import iso, stamp_messages
 from langchain_om._core.floor import floor_chunks, floor_cut
+from langchain_om._core.line_edits import LOG_EDIT_KEY, same_mark
 from langchain_om._core.record import new_record
 from langchain_om._core.reflector import select_reflection_slice, should_reflect
 from langchain_om._core.thresholds import (
@@ -109,8 +110,13 @@ def _load_buffered(record: OMRecord, window: Sequence[BaseMessage]) -> Plan[_Buf
     window_ids = [m.id for m in window]
     reads = [*buffered_read_ops(thread_id, window_ids), buffer_backoff_get_op(thread_id)]
     *items, ref_item, backoff_item = yield StoreBatch(reads)
-    chain, stale = chunk_chain(window_ids, [i.value for i in items if i is not None])
-    ops: list[Any] = chunk_delete_ops(thread_id, stale)
+    stored = [i.value for i in items if i is not None]
+    # A chunk computed before the log's last line edit is observed again, from the edited log.
+    edited = [c for c in stored if not same_mark(record, c, LOG_EDIT_KEY)]
+    chain, stale = chunk_chain(
+        window_ids, [c for c in stored if same_mark(record, c, LOG_EDIT_KEY)]
+    )
+    ops: list[Any] = chunk_delete_ops(thread_id, [*stale, *edited])
     reflection = ref_item.value if ref_item is not None else None
     failed = reflection_failure(reflection)
     if failed is not None:

@@ -9,9 +9,11 @@ memory's scope. :func:`working_memory_text` renders it for the agent's context;
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from langchain_om._core.bounds import value_problem, value_text
+from langchain_om._core.line_edits import WORKING_MEMORY_EDIT_KEY, with_mark
 from langchain_om._core.schemas import validate_value
 from langchain_om._core.types import OMRecord
 from langchain_om._plans.effects import Plan, StoreBatch
@@ -61,11 +63,21 @@ def working_memory_text(extractors: Sequence[Extractor], record: Mapping[str, An
     return json.dumps(value, ensure_ascii=False, indent=2)
 
 
-def with_working_memory(extractors: Sequence[Extractor], record: OMRecord, value: Any) -> OMRecord:
+def with_working_memory(
+    extractors: Sequence[Extractor],
+    record: OMRecord,
+    value: Any,
+    count: Callable[[str], int],
+) -> OMRecord:
     """``record`` with its working memory replaced by ``value`` (validated when typed).
 
+    The record gets a new ``working_memory_edit`` mark, so a buffered chunk computed before
+    this update never brings the old document back (its observations still count).
+
     Raises:
-        OMUsageError: no working memory is configured, or ``value`` does not fit its schema.
+        OMUsageError: no working memory is configured, ``value`` does not fit its schema, or
+            it is larger than a working memory may be
+            (:data:`~langchain_om._core.bounds.MAX_VALUE_TOKENS` tokens).
     """
     found = require_working_memory(extractors)
     if found.structured:
@@ -77,10 +89,13 @@ def with_working_memory(extractors: Sequence[Extractor], record: OMRecord, value
         raise OMUsageError(
             f"the working memory is a text document; pass a str, got {type(value).__name__}."
         )
+    problem = value_problem(value, count, what="the working memory")
+    if problem is not None:
+        raise OMUsageError(f"{problem}; keep it to the facts that matter.")
     assert found.path is not None
-    out = dict(record)
+    out = with_mark(record, WORKING_MEMORY_EDIT_KEY, value_text(value))
     out["extracted"] = set_path(record["extracted"], found.path, value)
-    return out  # type: ignore[return-value]
+    return out
 
 
 def update_working_memory_plan(
@@ -88,6 +103,6 @@ def update_working_memory_plan(
 ) -> Plan[ThreadState]:
     """Replace a stored thread's working memory (its window and log unchanged)."""
     state = yield from load_plan(env, thread_id, resource_id)
-    state.record = with_working_memory(env.extractors, state.record, value)
+    state.record = with_working_memory(env.extractors, state.record, value, env.counter.count_text)
     yield StoreBatch([state_put_op(thread_id, state.record, state.window)])
     return state

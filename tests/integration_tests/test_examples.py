@@ -206,3 +206,11 @@ def test_recall_code_mode_example_computes_in_one_call(capsys: pytest.CaptureFix
     out = run_example("recall_code_mode.py", capsys)
     assert "tools the agent had: ['execute_memory_recall']" in out
     assert "{'totals': {'lunch': 21, 'books': 65}" in out and "(1 recall call)" in out
+
+
+def test_forget_a_line_example_keeps_the_line_deleted(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("forget_a_line.py", capsys)
+    assert "before: the log holds the code: True" in out
+    assert "a reflection holding it is buffered: True" in out
+    assert "after the delete, the log holds it: False" in out
+    assert number(r"(\d+) reflection\(s\) later, the log holds it: False", out) >= 1

@@ -81,7 +81,9 @@ def test_a_failing_hook_records_a_failure_and_keeps_the_old_value() -> None:
     snap = memory.observe(thread_id="t", messages=[HumanMessage("hi")])
     assert snap.record["extracted"] == {}
     end = [e for e in events if e.type == "data-om-observation-end"][-1]
-    assert end.extraction_failures == [{"slug": "travel-preferences", "error": "nope"}]
+    assert end.extraction_failures == [
+        {"slug": "travel-preferences", "error": "nope", "reason": "extraction_failed"}
+    ]
     assert "User likes tea" in snap.observations
 
 

@@ -11,8 +11,9 @@ from langgraph.store.base import Op, PutOp, Result
 from langgraph.store.memory import InMemoryStore
 
 from langchain_om import ObservationalMemory, OMUsageError
+from langchain_om._core.group_keys import GROUP_KEYS
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
-from tests.helpers import APP_OPTIONS, FIXED, build_agent, user_turn
+from tests.helpers import APP_OPTIONS, FIXED, build_agent, build_graph, user_turn
 
 
 class CountingStore(InMemoryStore):
@@ -133,3 +134,31 @@ def test_a_fresh_state_of_another_resource_is_refused() -> None:
     config = {"configurable": {"thread_id": "maya", "resource_id": "u2"}}
     with pytest.raises(OMUsageError, match="u1|resource"):
         agent.invoke({"messages": [HumanMessage("Where do I live?")]}, config)
+
+
+@pytest.mark.parametrize("door", [build_agent, build_graph], ids=["agent", "graph"])
+def test_a_reader_on_the_writers_thread_leaves_the_writers_record_as_it_is(door: Any) -> None:
+    store = InMemoryStore()
+    common: dict[str, Any] = {"store": store, "clock": lambda: FIXED, "sleep": lambda s: None}
+    writer = ObservationalMemory(model=memory_model(), **APP_OPTIONS, **common)
+    agent = door(writer, FunctionChatModel(function=reply))
+    config = {"configurable": {"thread_id": "t"}}
+    for i in range(12):
+        agent.invoke({"messages": [HumanMessage(f"Turn {i}: I live in Lisbon " * 4)]}, config)
+    written = agent.get_state(config).values["om_record"]
+    assert GROUP_KEYS in written and "groups" not in written  # the log by key, in the store
+    reader = ObservationalMemory(
+        model=memory_model(),
+        read_only=True,
+        checkpointer=writer.checkpointer,
+        **APP_OPTIONS,
+        **common,
+    )
+    reader_agent = door(reader, FunctionChatModel(function=reply))
+    for i in range(3):
+        reader_agent.invoke({"messages": [HumanMessage(user_turn(i))]}, config)
+    assert reader_agent.get_state(config).values["om_record"] == written
+    # and the writer goes on from its own record
+    agent.invoke({"messages": [HumanMessage("Back to the writer " * 20)]}, config)
+    assert GROUP_KEYS in agent.get_state(config).values["om_record"]
+    reader.close()

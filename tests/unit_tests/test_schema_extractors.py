@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from langchain_om import Extractor, OMConfigError
+from langchain_om._core.bounds import MAX_VALUE_TOKENS
 from langchain_om.display import render_html, render_text
 from langchain_om.events import OMEvent
 from langchain_om.extractors import WorkingMemoryExtractor
@@ -380,3 +381,51 @@ def test_a_schema_function_returning_no_schema_fails_that_extraction_only() -> N
 def test_the_working_memory_refuses_a_schema_function() -> None:
     with pytest.raises(OMConfigError, match="not a function returning one"):
         WorkingMemoryExtractor(schema=by_tenant)
+
+
+def test_an_oversized_value_is_refused_with_a_failure_and_the_previous_value_kept() -> None:
+    huge = {"name": "Maya", "city": "Lisbon", "allergies": ["x" * 20] * 40_000}  # ~ 900 KB
+    replies = iter([{"name": "Maya", "city": "Lisbon", "allergies": []}, huge])
+    model = observer_and_extractor(Profile=lambda prompt: next(replies))
+    memory = profile_memory(model)
+    events: list[OMEvent] = []
+    memory.on_debug_event = events.append
+    memory.observe(thread_id="t", messages=[HumanMessage("My name is Maya. I live in Lisbon.")])
+    snap = memory.observe(thread_id="t", messages=[HumanMessage("More about me.", id="x")])
+    assert snap.record["groups"], "the observation is kept"
+    assert snap.record["extracted"]["profile"] == {
+        "name": "Maya",
+        "city": "Lisbon",
+        "allergies": [],
+    }
+    assert len(json.dumps(snap.record)) < 20_000
+    last = [e for e in events if e.type == "data-om-observation-end"][-1]
+    (failure,) = last.extraction_failures
+    assert failure["slug"] == "profile" and failure["reason"] == "extraction_failed"
+    assert str(MAX_VALUE_TOKENS) in failure["error"]
+
+
+def test_an_oversized_text_section_is_refused_too() -> None:
+    observer = memory_model(words=30)
+    assert observer.function is not None
+    observe = observer.function
+
+    def reply(messages: list[BaseMessage], info: RecordedCall) -> Any:
+        mood = " ".join(f"calm-{i}" for i in range(6_000))  # no loop, just far too long
+        return str(observe(messages, info)) + f"\n<mood>\n{mood}\n</mood>"
+
+    memory = make_memory(
+        model=FunctionChatModel(function=reply),
+        observation={
+            "message_tokens": 2000,
+            "buffer_tokens": False,
+            "extract": [Extractor("Mood", "The user's mood, one word.")],
+        },
+    )
+    events: list[OMEvent] = []
+    memory.on_debug_event = events.append
+    snap = memory.observe(thread_id="t", messages=[HumanMessage("I'm calm today.")])
+    assert snap.record["groups"] and "mood" not in snap.record["extracted"]
+    (end,) = [e for e in events if e.type == "data-om-observation-end"]
+    (failure,) = end.extraction_failures
+    assert failure["slug"] == "mood" and str(MAX_VALUE_TOKENS) in failure["error"]
