@@ -102,7 +102,7 @@ _Output = Annotated[
     one_of(
         _OutputChoice,
         "Use 'text' (tagged text, the default), 'structured' (a JSON schema through "
-        "with_structured_output) or 'auto' (structured for models on a local server).",
+        "with_structured_output) or 'auto' (text: measured best, small local models included).",
     ),
 ]
 _PromptChoice = Literal["default", "compact", "auto"]
@@ -346,9 +346,8 @@ class ObservationConfig(OptionGroup):
     """Let the Observer propose a short thread title and update it when the topic changes."""
     output: _Output = "text"
     """How the Observer answers: 'text' (the tagged log), 'structured' (a JSON schema through
-    with_structured_output, rendered to the same log), or 'auto' (structured for a model on a
-    local OpenAI-compatible server such as llama.cpp, whose decoding the schema constrains;
-    text for every other model)."""
+    with_structured_output, rendered to the same log), or 'auto' (text: on a local 1.5B model
+    text with the compact prompt compresses best; structured output copies the messages)."""
     prompt: _Prompt = "default"
     """The Observer's prompt: 'default', 'compact' (short, with placeholders instead of example
     lines, for small models), or 'auto' (compact when the model name states at most 4B

@@ -6,10 +6,12 @@ answers (a fallback model may differ from the first):
 - the output mode (``observation.output``/``reflection.output``): ``"text"`` asks for the
   tagged text log; ``"structured"`` asks for :class:`~langchain_om._core.structured.\
 StructuredObserverOutput` through ``with_structured_output`` and renders the answer to the
-  same text; ``"auto"`` is structured only for a model served by a local OpenAI-compatible
-  server (llama.cpp and the package's local server): there the JSON schema constrains
-  decoding, so a small model cannot drop tags, echo the prompt or loop out of the format.
-  Every other model gets text, the format the prompts were written and measured for.
+  same text; ``"auto"`` is text. It used to be structured for a model on a local server,
+  whose decoding the schema constrains; measured on a 1.5B local model with the loop cut and
+  salvage in place, text with the compact prompt compresses about 4x while structured output
+  copies nearly every message into its ``text`` field (about 2x) for twice the output tokens
+  (``benchmarks/results/eval-local-1.5b/modes.md``), and no run shows structured output
+  better for larger models.
 - the Observer's prompt variant (``observation.prompt``): ``"default"`` or ``"compact"``
   (:data:`~langchain_om._core.observer_prompts.COMPACT_OBSERVER_SYSTEM_PROMPT`, short, with
   placeholders instead of example content); ``"auto"`` is compact for small models: a name
@@ -73,9 +75,9 @@ def is_loopback_url(url: str | None) -> bool:
 
 
 def choose_output(option: OutputOption, *, local_server: bool) -> OutputMode:
-    """The output mode for one call: the option, or for ``"auto"`` structured on local servers."""
+    """The output mode for one call: the option, or text for ``"auto"`` (see the module)."""
     if option == "auto":
-        return "structured" if local_server else "text"
+        return "text"
     return option
 
 

@@ -210,10 +210,10 @@ class LocalModel(ScriptedChatModel):
 @pytest.mark.parametrize(
     ("output", "prompt", "model", "expected"),
     [
-        ("auto", "auto", LocalModel(model_name="local"), ("structured", "compact")),
+        ("auto", "auto", LocalModel(model_name="local"), ("text", "compact")),
         ("auto", "auto", ScriptedChatModel(model_name="gpt-5-mini"), ("text", "default")),
         ("auto", "auto", ScriptedChatModel(model_name="SmolLM2-135M"), ("text", "compact")),
-        ("auto", "auto", LocalModel(model_name="Llama-3-70B"), ("structured", "default")),
+        ("auto", "auto", LocalModel(model_name="Llama-3-70B"), ("text", "default")),
         ("text", "compact", LocalModel(model_name="local"), ("text", "compact")),
         ("structured", "default", ScriptedChatModel(), ("structured", "default")),
     ],
