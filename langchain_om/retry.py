@@ -286,7 +286,7 @@ class _Caller:
         if self.watch is None:
             return _finished(step.attempt, runnable.invoke(self.messages, self.config))
         reader = StreamReader(self.watch())
-        stream = runnable.stream(self.messages, self.config)
+        stream = runnable.stream(self.messages, self.config, **_stream_options(step.attempt))
         try:
             for chunk in stream:
                 if reader.add(chunk):
@@ -304,7 +304,7 @@ class _Caller:
         if self.watch is None:
             return _finished(step.attempt, await runnable.ainvoke(self.messages, self.config))
         reader = StreamReader(self.watch())
-        stream = runnable.astream(self.messages, self.config)
+        stream = runnable.astream(self.messages, self.config, **_stream_options(step.attempt))
         try:
             async for chunk in stream:
                 if reader.add(chunk):
@@ -316,6 +316,20 @@ class _Caller:
             if closing is not None:
                 await closing()
         return _finished(step.attempt, reader.message())
+
+
+def _stream_options(attempt: ModelAttempt) -> dict[str, Any]:
+    """Ask for the usage of a streamed reply where the model has the standard switch.
+
+    OpenAI-compatible clients (``ChatOpenAI`` with a ``base_url``) send no usage while
+    streaming unless ``stream_usage`` is on, and memory's calls are streamed so a loop can be
+    cut: without it every call's cost would be unknown. A model that sets the switch itself
+    (``stream_usage=False`` for a server that refuses it) keeps its choice.
+    """
+    fields = getattr(type(attempt.model), "model_fields", {})
+    if "stream_usage" in fields and getattr(attempt.model, "stream_usage", False) is None:
+        return {"stream_usage": True}
+    return {}
 
 
 def _finished(attempt: ModelAttempt, output: Any) -> Any:
