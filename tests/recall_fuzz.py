@@ -310,7 +310,7 @@ def _branch_reply(messages: list[BaseMessage], info: RecordedCall) -> AIMessage:
 
 
 def build_branches(
-    memory: ObservationalMemory, door: str, thread: str | None = None
+    memory: ObservationalMemory, door: str, thread: str | None = None, resource: str = "u"
 ) -> tuple[Any, dict[str, Any]]:
     """A thread of 48 messages forked at message 36: ``(app, {"orig": state, "fork": state})``.
 
@@ -319,7 +319,7 @@ def build_branches(
     actor = FunctionChatModel(function=_branch_reply)
     app = build_agent(memory, actor) if door == "agent" else build_graph(memory, actor)
     cfg: RunnableConfig = {
-        "configurable": {"thread_id": thread or f"branches-{door}", "resource_id": "u"}
+        "configurable": {"thread_id": thread or f"branches-{door}", "resource_id": resource}
     }
 
     def run(tag: str, turns: range, config: RunnableConfig) -> None:
@@ -374,16 +374,19 @@ def run_branch_fuzz(
     *,
     search: bool = True,
     thread: str | None = None,
+    resource: str = "u",
 ) -> BranchReport:
     """``queries`` random search and page queries on each branch of a fork at message 36/48.
 
-    ``search=False`` asks page queries only (a store without a vector index).
+    ``search=False`` asks page queries only (a store without a vector index). Search covers
+    every thread of ``resource``: a store shared by several runs needs one resource per run
+    (another run's thread holds ``fork-`` messages of its own, which are no leak).
     """
     rng = random.Random(seed)
-    _, states = build_branches(memory, door, thread)
+    _, states = build_branches(memory, door, thread, resource)
     recall = create_recall_tool(memory)
     cfg: RunnableConfig = {
-        "configurable": {"thread_id": thread or f"branches-{door}", "resource_id": "u"}
+        "configurable": {"thread_id": thread or f"branches-{door}", "resource_id": resource}
     }
     ids = [f"orig-{i:02d}" for i in range(24)] + [f"fork-{i:02d}" for i in range(6)]
     ids += [f"{i}-r" for i in ids]

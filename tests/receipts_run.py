@@ -5,6 +5,10 @@ under "New Messages to Observe", remembers their ids per call and writes lines t
 the call (``cycle 7 line 2 …``), never a message. So for any line, the messages its cycle
 observed are known from the Observer's own log, independently of memory's bookkeeping: a
 receipt is right when it names exactly those.
+
+Memory keeps only observation lines grounded in the messages they observe, and stops a reply
+that repeats one line: so every message shares the words of :data:`TOPICS`, and the three
+lines of a cycle each say something different with them (no line names a message).
 """
 
 from __future__ import annotations
@@ -22,6 +26,16 @@ from langchain_om.testing import FunctionChatModel, RecordedCall
 
 TAG = re.compile(r"\[(m\d{4})\]")
 LINE = re.compile(r"cycle (\d+) line \d+")
+
+TOPICS = "about my garden, kitchen, bicycle, library, piano and travel"
+"""Words every message holds, so the Observer's lines are grounded in any batch."""
+
+CLAIMS = (
+    "noted the garden and kitchen facts",
+    "covers the bicycle and library details",
+    "adds piano and travel plans",
+)
+"""What line ``k`` of every cycle says (three different claims: a reply is no loop)."""
 
 
 @dataclass
@@ -45,8 +59,8 @@ class ObserverLog:
             cycle = len(self.calls)
             self.calls[cycle] = TAG.findall(shown)
             lines = "\n".join(
-                f"* {'🔴' if k == 0 else '🟡'} (09:00) cycle {cycle} line {k} noted a detail"
-                for k in range(3)
+                f"* {'🔴' if k == 0 else '🟡'} (09:00) cycle {cycle} line {k} {claim}"
+                for k, claim in enumerate(CLAIMS)
             )
             return (
                 f"<observations>\nDate: Nov 30, 2026\n{lines}\n</observations>\n"
@@ -60,8 +74,8 @@ def turn(i: int) -> list[BaseMessage]:
     """Turn ``i``: a user message and a reply, each naming its own id."""
     user, reply = f"m{2 * i:04d}", f"m{2 * i + 1:04d}"
     return [
-        HumanMessage(f"[{user}] I tell you fact {i}. " + "detail " * 30, id=user),
-        AIMessage(f"[{reply}] Noted fact {i}. " + "ok " * 10, id=reply),
+        HumanMessage(f"[{user}] I tell you fact {i} {TOPICS}. " + "detail " * 24, id=user),
+        AIMessage(f"[{reply}] Noted fact {i} {TOPICS}. " + "ok " * 4, id=reply),
     ]
 
 
@@ -70,7 +84,7 @@ def actor(messages: list[BaseMessage], info: RecordedCall) -> AIMessage:
     last = next(m for m in reversed(messages) if isinstance(m, HumanMessage))
     number = int(str(last.id)[1:]) + 1
     reply_id = f"m{number:04d}"
-    return AIMessage(f"[{reply_id}] Noted. " + "ok " * 10, id=reply_id)
+    return AIMessage(f"[{reply_id}] Noted {TOPICS}. " + "ok " * 4, id=reply_id)
 
 
 def all_lines(record: Mapping[str, Any]) -> list[str]:

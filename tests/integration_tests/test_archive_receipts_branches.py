@@ -162,7 +162,9 @@ def test_a_forks_search_never_returns_the_other_branch_on_pgvector(
         retrieval={"vector": True, "min_score": 0.0},
         **_branch_options(),
     ) as memory:
-        report = run_branch_fuzz(memory, door, 100, seed=22, thread=f"bv-{uuid.uuid4().hex[:8]}")
+        # The server is shared by both doors: each run searches its own resource's threads.
+        thread = f"bv-{uuid.uuid4().hex[:8]}"
+        report = run_branch_fuzz(memory, door, 100, seed=22, thread=thread, resource=thread)
     assert report.leaks == [] and report.calls == {"orig": 100, "fork": 100}
     assert report.items > 400
 

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -42,7 +43,7 @@ from langchain_om._core.recall import (
 from langchain_om._core.types import OM_META_KEY, ObservationGroup
 from langchain_om._plans.storage import archive_ops, index_ops, search_index_ops, threads_ns
 from langchain_om.errors import OMConfigError, OMUsageError
-from langchain_om.testing import FunctionChatModel, HashEmbeddings
+from langchain_om.testing import FunctionChatModel, HashEmbeddings, memory_model
 from langchain_om.tools import create_recall_tool
 
 OBSERVER_REPLY = (
@@ -69,9 +70,12 @@ class CountingStore(InMemoryStore):
         return await super().abatch(ops)
 
 
-def recall_memory(store: InMemoryStore | None = None, **retrieval: Any) -> ObservationalMemory:
-    """A memory whose Observer always answers ``OBSERVER_REPLY``, with retrieval on."""
-    observer = FunctionChatModel(function=lambda messages, info: OBSERVER_REPLY)
+def recall_memory(
+    store: InMemoryStore | None = None, *, model: BaseChatModel | None = None, **retrieval: Any
+) -> ObservationalMemory:
+    """A memory whose Observer always answers ``OBSERVER_REPLY`` (or ``model``), with retrieval
+    on. ``OBSERVER_REPLY`` is grounded in no message: tests that observe pass ``model``."""
+    observer = model or FunctionChatModel(function=lambda messages, info: OBSERVER_REPLY)
     return ObservationalMemory(
         model=observer, store=store or InMemoryStore(), retrieval=retrieval or True
     )
@@ -548,7 +552,7 @@ def test_window_messages_follow_the_archive_from_injected_state(
 
 def test_recall_inside_a_create_agent_run() -> None:
     memory = ObservationalMemory(
-        model=FunctionChatModel(function=lambda messages, info: OBSERVER_REPLY),
+        model=memory_model(),  # observations grounded in the messages they observe
         retrieval=True,
         observation={"message_tokens": 120, "buffer_tokens": False},
     )
@@ -583,7 +587,7 @@ def test_recall_inside_a_create_agent_run() -> None:
 
 
 def test_standalone_engine_archive_and_window() -> None:
-    mem = recall_memory()
+    mem = recall_memory(model=memory_model())
     first = [HumanMessage("plant tomatoes in May", id="s0"), AIMessage("noted", id="s1")]
     mem.observe(thread_id="garden", messages=first, resource_id="ann")
     mem.add_messages("garden", [HumanMessage("and basil?", id="s2")], resource_id="ann")

@@ -56,7 +56,7 @@ def test_failed_cycle_reports_no_secret(caplog: pytest.LogCaptureFixture) -> Non
     events: list[OMEvent] = []
     memory = make_memory(
         model=FunctionChatModel(function=_failing),
-        observation={"message_tokens": 50, "buffer_tokens": False},
+        observation={"message_tokens": 50, "buffer_tokens": False, "failure_policy": "raise"},
         hooks={"on_observation_end": ends.append},
     )
     memory.on_debug_event = events.append
