@@ -55,10 +55,14 @@ memory = ObservationalMemory(
         ],
     },
 )
-said = ["My name is Maya.", "I live in Lisbon.", "I'm allergic to peanuts.", "I moved to Porto."]
-for i, text in enumerate(said):
-    filler = " We talked about the trip for a while." * 8
-    memory.add_messages("maya", [HumanMessage(text + filler), AIMessage(f"Noted ({i}).")])
+said = {
+    "My name is Maya.": " I'm planning a week of trains and ferries along the coast in May.",
+    "I live in Lisbon.": " The trip starts with a night train north, then two days of hiking.",
+    "I'm allergic to peanuts.": " So street food stalls and bakeries need checking before I eat.",
+    "I moved to Porto.": " Now the coastal trip starts from the river, by the old bridge.",
+}
+for i, (text, chat) in enumerate(said.items()):
+    memory.add_messages("maya", [HumanMessage(text + chat), AIMessage(f"Noted ({i}).")])
     snap = memory.observe(thread_id="maya")
     print(f"after {text!r}: {snap.extracted['profile']}")
 memory.close()

@@ -20,9 +20,14 @@ Modules:
     reflector: what the Reflector is shown, compression levels, and its output checks.
     truncation: budgeted view of previous observations for the Observer.
     degenerate: detection of repetition loops in model output.
+    loop_cut: stopping a streamed reply as soon as it loops or runs past its budget.
+    stream_reader: a streamed model reply put together while the loop cut watches it.
+    output_budget: how many tokens an Observer or Reflector reply may take.
     render: the memory context the agent's model sees.
     recall: rendering, paging and budgeting of recall results, and recall guidance.
     acceptance: whether an Observer reply holds real observations (reason codes).
+    grounding: whether an observation line is supported by the messages it observes.
+    salvage: what an Observer reply may keep: new, grounded lines and the messages they cover.
     retention: whether a reflection kept the substance of its log.
     markup: reversible neutralisation of the memory's own markup in foreign text.
     oversize: head-and-tail view of messages too large for the Observer.

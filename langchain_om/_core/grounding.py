@@ -122,6 +122,10 @@ def _stem(word: str) -> str:
             if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
                 w = w[:-1]  # swimm -> swim, planned -> plan
             break
+    else:
+        suffix = ""
+    if suffix in ("", "ing", "s") and len(w) > 3 and w.endswith("e"):
+        w = w[:-1]  # like, liking -> lik (as likes, liked); agree, agreeing -> agre (as agreed)
     return w[:_STEM_CHARS] if len(w) > _STEM_CHARS else w
 
 

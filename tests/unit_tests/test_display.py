@@ -18,7 +18,9 @@ def ydata(line: Any) -> list[float]:
     return [float(v) for v in np.asarray(line.get_ydata())]
 
 
-def _snapshot_with(text: str) -> ThreadSnapshot:
+def _snapshot_with(text: str, said: str = "hi", answer: str = "yo") -> ThreadSnapshot:
+    """A snapshot whose log is ``text``: the Observer's reply, grounded in ``said`` and
+    ``answer`` (the messages observed)."""
     model = FunctionChatModel(
         function=lambda messages, info: (
             f"<observations>\n{text}\n</observations>\n"
@@ -27,13 +29,16 @@ def _snapshot_with(text: str) -> ThreadSnapshot:
     )
     memory = ObservationalMemory(model=model, observation={"message_tokens": 100})
     return memory.observe(
-        thread_id="t<1>", messages=[HumanMessage("hi", id="h1"), AIMessage("yo", id="a1")]
+        thread_id="t<1>", messages=[HumanMessage(said, id="h1"), AIMessage(answer, id="a1")]
     )
 
 
 def test_render_html_escapes_and_marks_priorities() -> None:
     snap = _snapshot_with(
-        "Date: Nov 2, 2026\n* 🔴 (09:00) User said <script>x</script>\n* 🟢 (09:01) ok"
+        "Date: Nov 2, 2026\n* 🔴 (09:00) User pasted <script>x</script> into the form\n"
+        "* 🟢 (09:01) Assistant confirmed the form works",
+        said="I pasted <script>x</script> into the form",
+        answer="Confirmed: the form works.",
     )
     html = render_html(snap, archived=1)
     assert "<script>" not in html and "&lt;script&gt;" in html
@@ -44,26 +49,34 @@ def test_render_html_escapes_and_marks_priorities() -> None:
 
 
 def test_render_text_shows_windows_hints_and_log() -> None:
-    snap = _snapshot_with("Date: Nov 2, 2026\n* 🔴 (09:00) User likes tea")
+    snap = _snapshot_with(
+        "Date: Nov 2, 2026\n* 🔴 (09:00) User likes green tea",
+        said="I like green tea.",
+        answer="Green tea it is.",
+    )
     text = render_text(snap, archived=1, width=10)
     lines = text.splitlines()
     assert lines[0] == "Thread 't<1>' · generation 0"
     assert lines[1].startswith("messages      ") and lines[1].endswith("/ 100 tokens")
     assert "current task: Plan the move & pack" in lines
-    assert "   * 🔴 (09:00) User likes tea" in lines
+    assert "   * 🔴 (09:00) User likes green tea" in lines
     assert render_text(snap, max_lines=1).splitlines()[-2].startswith("   … ")
 
 
 def test_render_text_max_lines_zero_hides_the_whole_log() -> None:
-    snap = _snapshot_with("Date: Nov 2, 2026\n* 🔴 (09:00) User likes tea\n* 🟡 (09:05) Has a cat")
+    snap = _snapshot_with(
+        "Date: Nov 2, 2026\n* 🔴 (09:00) User likes green tea\n* 🟡 (09:05) Has a cat named Pixel",
+        said="I like green tea, and I have a cat named Pixel.",
+        answer="Tea and Pixel, noted.",
+    )
     lines = render_text(snap, max_lines=0).splitlines()
     assert lines[-1] == "   … 4 lines"
-    assert not any("User likes tea" in line for line in lines)
+    assert not any("User likes green tea" in line for line in lines)
     kept = render_text(snap, max_lines=2).splitlines()
     assert kept[-3:] == [
         "   … 2 earlier lines",
-        "   * 🔴 (09:00) User likes tea",
-        "   * 🟡 (09:05) Has a cat",
+        "   * 🔴 (09:00) User likes green tea",
+        "   * 🟡 (09:05) Has a cat named Pixel",
     ]
 
 

@@ -27,7 +27,7 @@ LOG = """Date: Nov 2, 2026
   * 🟡 (09:02) budget 1,400 EUR a month, no walk-ups (bad knee)
 * 🟢 (09:05) User's cat is called Pixel
 * ✅ (09:07) Chose flat ES-04
-* (09:08) a line without a priority"""
+* (09:08) Maya wants a viewing on Friday"""
 
 
 @dataclass
@@ -131,13 +131,19 @@ def snapshot() -> ThreadSnapshot:
     memory = ObservationalMemory(
         model=model, observation={"message_tokens": 40}, background="manual"
     )
+    # the messages say what the log observes (the Observer's lines must be grounded in them)
     turn = [
-        HumanMessage("I'm Maya and I move to Lisbon in March. " * 4, id="h1"),
-        AIMessage("ok", id="a1"),
+        HumanMessage(
+            "I'm Maya, moving from Berlin to Lisbon in March. My budget is 1,400 EUR a month, "
+            "and no walk-ups: I have a bad knee. My cat is called Pixel.",
+            id="h1",
+        ),
+        AIMessage("Flat ES-04 has a lift and takes cats.", id="a1"),
+        HumanMessage("Then I chose flat ES-04. I want a viewing on Friday.", id="h2"),
     ]
     memory.observe(thread_id="maya", messages=turn)
     # a window over its threshold: the bar shows the "over" colour too
-    return memory.add_messages("maya", [HumanMessage("more " * 80, id="h2")])
+    return memory.add_messages("maya", [HumanMessage("more " * 80, id="h3")])
 
 
 def parsed(html: str) -> list[Element]:

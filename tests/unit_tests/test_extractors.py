@@ -9,15 +9,17 @@ import pytest
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_om import Extractor, ObservationalMemory, OMConfigError
-from langchain_om.testing import FunctionChatModel, RecordedCall
-
-OBS = "<observations>\nDate: Nov 30, 2026\n* 🔴 (09:00) User likes tea\n</observations>"
+from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
 
 
 def observer(values: list[str]) -> FunctionChatModel:
+    """An Observer whose lines quote the messages (so they are grounded), with the value."""
+    observe = memory_model().function
+    assert observe is not None
+
     def reply(messages: list[BaseMessage], info: RecordedCall) -> str:
         value = values[min(info.index, len(values) - 1)]
-        return f"{OBS}\n<travel-preferences>{value}</travel-preferences>"
+        return f"{observe(messages, info)}\n<travel-preferences>{value}</travel-preferences>"
 
     return FunctionChatModel(function=reply)
 
@@ -57,11 +59,11 @@ def test_values_are_kept_shown_next_time_and_reported() -> None:
     )
     events: list[Any] = []
     memory.on_debug_event = events.append
-    snap = memory.observe(thread_id="t", messages=[HumanMessage("I like the aisle")])
+    snap = memory.observe(thread_id="t", messages=[HumanMessage("I like the aisle seat")])
     assert snap.record["extracted"] == {"travel-preferences": "AISLE SEAT"}
     prompt = model.last_call.messages[-1].text
     assert "<travel-preferences>" in prompt and "Seat preferences." in prompt
-    memory.observe(thread_id="t", messages=[HumanMessage("Actually, the window")])
+    memory.observe(thread_id="t", messages=[HumanMessage("Actually, the window seat please")])
     assert "prior travel-preferences: AISLE SEAT" in model.last_call.messages[-1].text
     assert seen[1]["previous"] == "AISLE SEAT" and seen[1]["current"] == "window seat"
     ends = [e for e in events if e.type == "data-om-observation-end"]
@@ -78,13 +80,13 @@ def test_a_failing_hook_records_a_failure_and_keeps_the_old_value() -> None:
     )
     events: list[Any] = []
     memory.on_debug_event = events.append
-    snap = memory.observe(thread_id="t", messages=[HumanMessage("hi")])
+    snap = memory.observe(thread_id="t", messages=[HumanMessage("I like green tea")])
     assert snap.record["extracted"] == {}
     end = [e for e in events if e.type == "data-om-observation-end"][-1]
     assert end.extraction_failures == [
         {"slug": "travel-preferences", "error": "nope", "reason": "extraction_failed"}
     ]
-    assert "User likes tea" in snap.observations
+    assert "User said: I like green tea" in snap.observations
 
 
 def test_custom_path_and_not_persisted() -> None:
@@ -92,14 +94,15 @@ def test_custom_path_and_not_persisted() -> None:
     memory = ObservationalMemory(
         model=observer(["aisle"]), observation={"extract": [nested], "buffer_tokens": False}
     )
-    snap = memory.observe(thread_id="t", messages=[HumanMessage("hi")])
+    snap = memory.observe(thread_id="t", messages=[HumanMessage("I prefer the aisle seat")])
     assert snap.record["extracted"] == {"user": {"travel": "aisle"}}
 
     transient = Extractor("Travel Preferences", "x", metadata_key_path=False)
     memory = ObservationalMemory(
         model=observer(["aisle"]), observation={"extract": [transient], "buffer_tokens": False}
     )
-    assert memory.observe(thread_id="t", messages=[HumanMessage("hi")]).record["extracted"] == {}
+    said = [HumanMessage("I prefer the aisle seat")]
+    assert memory.observe(thread_id="t", messages=said).record["extracted"] == {}
 
 
 def test_buffered_chunks_carry_values_to_activation() -> None:
@@ -112,7 +115,8 @@ def test_buffered_chunks_carry_values_to_activation() -> None:
     window: list[BaseMessage] = []
     record = None
     for i in range(30):
-        window = window + [HumanMessage(f"turn {i} " + "w " * 30, id=f"h{i}")]
+        said = f"turn {i}: I compare aisle and window seats "
+        window = window + [HumanMessage(said + "w " * 30, id=f"h{i}")]
         out = memory.step(thread_id="t", window=window, record=record)
         record, window = out.record, out.window
         memory.run_background()

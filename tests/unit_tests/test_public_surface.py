@@ -170,6 +170,16 @@ PINNED: dict[str, list[str]] = {
         "scripted_judge",
         "scripted_summarizer",
     ],
+    "langchain_om.eval.recorded": [
+        "LineCheck",
+        "MemoryCall",
+        "Replayed",
+        "batch_messages",
+        "check_lines",
+        "load_calls",
+        "previous_observations",
+        "replay",
+    ],
     "langchain_om.eval.report": [
         "summarize",
         "to_markdown",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessageChunk
 
 from langchain_om._core.acceptance import judge_observation
-from langchain_om._core.grounding import Sources, information
+from langchain_om._core.grounding import Sources, content_terms, information
 from langchain_om._core.loop_cut import StreamCut
 from langchain_om._core.observer import parse_observer_output
 from langchain_om._core.output_budget import (
@@ -45,6 +45,18 @@ def test_invented_names_numbers_and_content_are_not_grounded() -> None:
     assert not sources.ground("* 🟡 Maya flew to Paris with Kevin", min_overlap=0.5).grounded
     assert not sources.ground("* 🟡 (10:00) User talked.", min_overlap=0.5).grounded
     assert not sources.ground("* 🔴 (14:30) User said …", min_overlap=0.2).grounded
+
+
+def test_inflections_of_a_word_ending_in_e_ground_each_other() -> None:
+    # like / likes / liked / liking are one word to the grounding (the final e of "like" once
+    # kept it apart from the others, so "User likes tea" was not grounded in "I like tea").
+    terms = [content_terms(w) for w in ("like", "likes", "liked", "liking")]
+    assert all(t == terms[0] for t in terms)
+    assert content_terms("agree") == content_terms("agreed") == content_terms("agreeing")
+    sources = Sources(["Maya: I like green tea and long walks."])
+    assert sources.ground("* 🔴 Maya likes green tea", min_overlap=0.5).grounded
+    assert sources.ground("* 🔴 Maya liked long walks", min_overlap=0.5).grounded
+    assert not sources.ground("* 🔴 Maya hates black coffee", min_overlap=0.5).grounded
 
 
 def test_keep_lines_drops_log_repeats_and_ungrounded_lines() -> None:

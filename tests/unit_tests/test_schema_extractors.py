@@ -95,9 +95,16 @@ def conversation(turns: int = 30) -> list[list[BaseMessage]]:
         15: "I'm also allergic to shellfish.",
         21: "Big news: I moved to Porto last week.",
     }
+    # filler turns talk about the trip in words of their own (a phrase repeated within a
+    # message, or the same message every turn, reads as a loop to the stream cut)
+    topics = (
+        "trains ferries hostels museums beaches markets cafes bikes bridges castles gardens "
+        "harbours tiles trams bakeries viewpoints fountains chapels ceramics lighthouses"
+    ).split()
     out = []
     for i in range(turns):
-        text = facts.get(i, f"Turn {i}: let's keep planning the trip, " + "more detail " * 12)
+        plan = " ".join(topics[(i + k * 7) % len(topics)] for k in range(12))
+        text = facts.get(i, f"Turn {i}: let's keep planning the trip, {plan}")
         out.append([HumanMessage(text, id=f"h{i}"), AIMessage(f"Sure ({i}).", id=f"a{i}")])
     return out
 
@@ -305,8 +312,17 @@ def test_dynamic_instructions_and_schema_get_the_agent_run_context() -> None:
     config: RunnableConfig = {
         "configurable": {"thread_id": "t", "resource_id": "u", "tenant": "todo-app"}
     }
+    # each request in words of its own (one sentence written 20 times reads as a loop)
+    things = (
+        "passport charger sunscreen sandals jacket umbrella camera tickets adapter headphones "
+        "notebook toothbrush sweater scarf gloves snacks medicine glasses wallet keys novel "
+        "towel swimsuit backpack pillow earplugs blanket map compass torch batteries lotion "
+        "hat boots socks shirts trousers belt razor comb"
+    ).split()
     for i in range(12):
-        agent.invoke({"messages": [HumanMessage(f"Remind me to pack{i}. " * 20)]}, config)
+        bag = ", ".join(things[(i + k * 3) % len(things)] for k in range(len(things)))
+        ask = f"Remind me to pack{i}. The bag also needs {bag}."
+        agent.invoke({"messages": [HumanMessage(ask)]}, config)
     assert seen and text_seen, "both extractors ran"
     for ctx in (seen[-1], text_seen[-1]):
         assert ctx["memory"] is memory
@@ -391,7 +407,8 @@ def test_an_oversized_value_is_refused_with_a_failure_and_the_previous_value_kep
     events: list[OMEvent] = []
     memory.on_debug_event = events.append
     memory.observe(thread_id="t", messages=[HumanMessage("My name is Maya. I live in Lisbon.")])
-    snap = memory.observe(thread_id="t", messages=[HumanMessage("More about me.", id="x")])
+    more = HumanMessage("More about me: I work as a nurse near the river.", id="x")
+    snap = memory.observe(thread_id="t", messages=[more])
     assert snap.record["groups"], "the observation is kept"
     assert snap.record["extracted"]["profile"] == {
         "name": "Maya",
@@ -411,7 +428,10 @@ def test_an_oversized_text_section_is_refused_too() -> None:
     observe = observer.function
 
     def reply(messages: list[BaseMessage], info: RecordedCall) -> Any:
-        mood = " ".join(f"calm-{i}" for i in range(6_000))  # no loop, just far too long
+        # no loop (every word differs in its letters, not only in a number), just far too long
+        mood = " ".join(
+            "calm-" + "".join(chr(97 + int(d)) for d in f"{i:04d}") for i in range(6_000)
+        )
         return str(observe(messages, info)) + f"\n<mood>\n{mood}\n</mood>"
 
     memory = make_memory(
@@ -419,12 +439,17 @@ def test_an_oversized_text_section_is_refused_too() -> None:
         observation={
             "message_tokens": 2000,
             "buffer_tokens": False,
+            # the scripted reply is oversized on purpose: no output budget cuts it short, so
+            # the extraction's own bound is what refuses the section
+            "output_budget": False,
             "extract": [Extractor("Mood", "The user's mood, one word.")],
         },
     )
     events: list[OMEvent] = []
     memory.on_debug_event = events.append
-    snap = memory.observe(thread_id="t", messages=[HumanMessage("I'm calm today.")])
+    snap = memory.observe(
+        thread_id="t", messages=[HumanMessage("I'm calm and relaxed about the move.")]
+    )
     assert snap.record["groups"] and "mood" not in snap.record["extracted"]
     (end,) = [e for e in events if e.type == "data-om-observation-end"]
     (failure,) = end.extraction_failures
