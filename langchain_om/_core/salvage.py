@@ -6,7 +6,8 @@ under ``Date:`` headers):
 - a line the log already holds under the same ``Date:`` (the same words once bullets, marks
   and clock times are stripped; a changed number is news, so numbers count) is dropped: a
   reply that re-emits the previous observations keeps only what is new, while the same event
-  on another day stays;
+  on another day stays. Lines the reply itself repeats are kept: whether repetition is a loop
+  or faithful (a job polled many times) is judged against the source by the loop cut;
 - a line the batch does not support (:mod:`.grounding`) is dropped. A reply that ran to its
   end is held to :data:`LOOSE_OVERLAP` (a paraphrase passes; an invented line does not); a
   reply that was cut short (it looped, or ran out of budget) is held to :data:`STRICT_OVERLAP`
@@ -167,7 +168,6 @@ def keep_lines(
                 supports.append(grounding.support)
             # Sub-items are claims too: one the batch does not support is dropped alone.
             item = [head, *(sub for sub in item[1:] if _grounding(sources, sub, cut) is not None)]
-        known.add((day, _key(head)))
         kept.append(item)
         lines += 1
     text = _without_empty_dates(kept)

@@ -61,7 +61,10 @@ def test_a_thread_named_like_alices_label_leaves_her_history(
     try:
         memory.forget(thread_id=owner)
         memory.forget(thread_id=intruder)
-        turn = [HumanMessage("My card PIN is 4711. " * 40, id="h1"), AIMessage("Ok.", id="a1")]
+        turn = [
+            HumanMessage("My card PIN is 4711. " * 40, id="h1"),
+            AIMessage("Noted your card PIN, I will keep it safe.", id="a1"),
+        ]
         memory.add_messages(owner, turn, resource_id="alice")
         memory.observe(thread_id=owner, resource_id="alice")
         snap = memory.add_messages(intruder, [HumanMessage("hi", id="x1")], resource_id="mallory")

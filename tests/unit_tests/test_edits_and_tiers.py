@@ -59,7 +59,8 @@ def test_input_above_every_tier_is_observed_in_parts_through_agent_invoke() -> N
     counter = get_default_counter()
     probe = memory_model()
     probing = make_memory(model=probe, observation=SMALL)
-    probing.observe(thread_id="p", messages=[HumanMessage("hello", id="x")])
+    # A short message the Observer can ground (a bare "hello" is rejected as ungrounded).
+    probing.observe(thread_id="p", messages=[HumanMessage("My locker code is 7000.", id="x")])
     overhead = counter.count_messages(probe.calls[0].messages)
     observer = memory_model()
     tiers = ModelByInputTokens(up_to={overhead + 400: observer})

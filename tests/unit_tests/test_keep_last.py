@@ -12,12 +12,18 @@ from langchain_om._core.floor import floor_chunks, floor_cut
 from langchain_om.events import OMEvent
 from tests.helpers import make_memory
 
+COLORS = "red blue green amber violet silver".split()
+ANIMALS = "fox owl heron otter badger".split()
+
 
 def turn(i: int) -> list[BaseMessage]:
+    """Turn ``i``: what the user saw (a different animal each turn, so that each turn tells
+    the Observer something new), padded with detail."""
     words = "and more detail " * 40
+    seen = f"{COLORS[i % len(COLORS)]} {ANIMALS[i // len(COLORS) % len(ANIMALS)]}"
     return [
-        HumanMessage(f"Turn {i}: {words}", id=f"h{i}"),
-        AIMessage(f"Ok {i} {words}", id=f"a{i}"),
+        HumanMessage(f"Turn {i}: I saw a {seen} today, {words}", id=f"h{i}"),
+        AIMessage(f"Ok {i}, a {seen} {words}", id=f"a{i}"),
     ]
 
 

@@ -65,7 +65,10 @@ def test_a_thread_named_like_another_threads_label_reads_nothing_of_it(
 ) -> None:
     memory = make_memory(observation={"message_tokens": 300, "buffer_tokens": False})
     mine, theirs = ("alice", "mallory") if resources else (None, None)
-    turn = [HumanMessage("My card PIN is 4711. " * 40, id="h1"), AIMessage("Noted.", id="a1")]
+    turn = [
+        HumanMessage("My card PIN is 4711. " * 40, id="h1"),
+        AIMessage("Noted your card PIN, I will keep it safe.", id="a1"),
+    ]
     memory.add_messages(owner, turn, resource_id=mine)
     memory.observe(thread_id=owner, resource_id=mine)
     assert [m.id for m in memory.archived_messages(owner)] == ["h1", "a1"]

@@ -28,6 +28,21 @@ from langchain_om.graph import ObservationalMemoryGraphState
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
 from tests.helpers import FIXED
 
+PLACES = "tram bakery harbour museum river castle market garden library station beach bridge"
+
+
+def chatter(label: str, i: int) -> str:
+    """A user turn of about 70 tokens on places that change with ``i``: the scripted Observer
+    quotes it as a grounded line that neither loops within itself nor repeats another turn's."""
+    places = PLACES.split()
+    places = places[i % len(places) :] + places[: i % len(places)]
+    pairs = list(zip(places, places[1:], strict=False))[:6]
+    return f"{label}: " + " ".join(f"We talked about the {a} and the {b}." for a, b in pairs)
+
+
+LISBON = "I live in Lisbon. " + chatter("Detail", 0)
+"""The user's first message: where they live, then detail."""
+
 
 def call(name: str, index: int, **args: Any) -> AIMessage:
     return AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"c{index}"}])
@@ -46,7 +61,7 @@ def agent_reply(messages: list[BaseMessage], info: RecordedCall) -> AIMessage | 
         )
     if isinstance(last, ToolMessage):
         return f"Done: {last.text}"
-    return f"Answer {info.index}: " + "noted " * 10
+    return f"Answer {info.index}: noted, " + " ".join(last.text.split(": ", 1)[-1].split()[:8])
 
 
 def test_the_agent_corrects_a_line_and_the_correction_survives_reflection() -> None:
@@ -66,9 +81,9 @@ def test_the_agent_corrects_a_line_and_the_correction_survives_reflection() -> N
         checkpointer=memory.checkpointer,
     )
     config: RunnableConfig = {"configurable": {"thread_id": "t"}}
-    agent.invoke({"messages": [HumanMessage("I live in Lisbon. " + "Detail. " * 40)]}, config)
+    agent.invoke({"messages": [HumanMessage(LISBON)]}, config)
     for i in range(3):
-        agent.invoke({"messages": [HumanMessage(f"Turn {i}: " + "more " * 60)]}, config)
+        agent.invoke({"messages": [HumanMessage(chatter(f"Turn {i}", i))]}, config)
     record = memory.read_state(agent.get_state(config).values)
     assert any("Lisbon" in g["text"] for g in record["groups"])
 
@@ -79,7 +94,7 @@ def test_the_agent_corrects_a_line_and_the_correction_survives_reflection() -> N
 
     observer.reset()
     for i in range(12):
-        agent.invoke({"messages": [HumanMessage(f"Later {i}: " + "talk " * 60)]}, config)
+        agent.invoke({"messages": [HumanMessage(chatter(f"Later {i}", i + 3))]}, config)
     record = memory.read_state(agent.get_state(config).values)
     assert record["generation"] >= 1
     prompts = "\n".join(m.text for c in observer.calls for m in c.messages)
@@ -135,9 +150,9 @@ def test_in_a_custom_graph_with_the_memory_state_the_tool_edits_the_record() -> 
     add_observational_memory(builder, memory)
     graph = builder.compile(checkpointer=memory.checkpointer)
     config: RunnableConfig = {"configurable": {"thread_id": "t"}}
-    graph.invoke({"messages": [HumanMessage("I live in Lisbon. " + "Detail. " * 40)]}, config)
+    graph.invoke({"messages": [HumanMessage(LISBON)]}, config)
     for i in range(3):
-        graph.invoke({"messages": [HumanMessage(f"Turn {i}: " + "more " * 60)]}, config)
+        graph.invoke({"messages": [HumanMessage(chatter(f"Turn {i}", i))]}, config)
     graph.invoke({"messages": [HumanMessage("I moved to Porto, please fix that.")]}, config)
     values = graph.get_state(config).values
     log = "\n".join(g["text"] for g in memory.read_state(values)["groups"])
@@ -176,9 +191,9 @@ class EditingAgent:
             checkpointer=self.memory.checkpointer,
         )
         self.config: RunnableConfig = {"configurable": {"thread_id": "t"}}
-        self.say("I live in Lisbon. " + "Detail. " * 40)
+        self.say(LISBON)
         for i in range(3):
-            self.say(f"Turn {i}: " + "more " * 60)
+            self.say(chatter(f"Turn {i}", i))
         assert find_lines(self.record(), "Lisbon")
 
     def _reply(self, messages: list[BaseMessage], info: RecordedCall) -> AIMessage | str:
@@ -187,7 +202,7 @@ class EditingAgent:
             return call("memory", info.index, **self.queued.pop(0))
         if isinstance(last, ToolMessage):
             return f"Done: {last.text}"
-        return f"Answer {info.index}: " + "noted " * 10
+        return f"Answer {info.index}: noted, " + " ".join(last.text.split(": ", 1)[-1].split()[:8])
 
     def say(self, text: str) -> None:
         self.agent.invoke({"messages": [HumanMessage(text)]}, self.config)

@@ -23,7 +23,11 @@ from tests.helpers import archived_ids, make_memory
 
 COUNTER = get_default_counter()
 OPTIONS: dict[str, Any] = {"message_tokens": 200, "buffer_tokens": False}
-BIG = "line of a very long report with numbers 1234 and 5678 " * 60
+BIG = "Quarterly audit report: revenue 1234 euros, costs 5678 euros. " + (
+    "line of a very long report with numbers 1234 and 5678 " * 60
+)
+"""A message above the threshold on its own; its opening carries enough facts for the
+information floor of a batch this size (the scripted Observer quotes a message's first words)."""
 
 
 @tool
