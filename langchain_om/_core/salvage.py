@@ -6,8 +6,9 @@ under ``Date:`` headers):
 - a line the log already holds under the same ``Date:`` (the same words once bullets, marks
   and clock times are stripped; a changed number is news, so numbers count) is dropped: a
   reply that re-emits the previous observations keeps only what is new, while the same event
-  on another day stays. Lines the reply itself repeats are kept: whether repetition is a loop
-  or faithful (a job polled many times) is judged against the source by the loop cut;
+  on another day stays. A line the reply itself wrote before, clock time included, is dropped
+  too; the same words at another time are kept: whether that repetition is a loop or faithful
+  (a job polled many times) is judged against the source by the loop cut;
 - a line the batch does not support (:mod:`.grounding`) is dropped. A reply that ran to its
   end is held to :data:`LOOSE_OVERLAP` (a paraphrase passes; an invented line does not); a
   reply that was cut short (it looped, or ran out of budget) is held to :data:`STRICT_OVERLAP`
@@ -144,6 +145,7 @@ def keep_lines(
             covered prefix.
     """
     known = _dated_keys(log)
+    written: set[tuple[date | None, str]] = set()
     kept: list[list[str]] = []
     repeated = ungrounded = lines = 0
     supports: list[int] = []
@@ -156,9 +158,13 @@ def keep_lines(
         if not _TOP_LEVEL.match(head):
             kept.append(item)
             continue
-        if (day, _key(head)) in known:
+        # The same line twice in one reply, time included, says nothing new (small models do
+        # it); the same words at another time are kept (a job polled many times).
+        exact = (day, " ".join(head.split()).casefold())
+        if (day, _key(head)) in known or exact in written:
             repeated += 1
             continue
+        written.add(exact)
         if sources is not None:
             grounding = _grounding(sources, head, cut)
             if grounding is None:

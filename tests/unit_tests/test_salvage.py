@@ -75,6 +75,18 @@ def test_keep_lines_drops_log_repeats_and_ungrounded_lines() -> None:
     assert kept.covered is None  # a complete reply covers the whole batch
 
 
+def test_a_line_written_twice_in_one_reply_is_kept_once_but_the_same_words_later_stay() -> None:
+    # the local 1.5B model writes the same line twice, time included; a job polled at
+    # different times is the same words at other times, and each is kept
+    sources = Sources([*MESSAGES, "Jon: The build job 42 is still running."])
+    twice = "* 🔴 (09:02) Maya's budget is 1,400 EUR a month\n" * 2
+    kept = keep_lines("Date: Mar 3, 2026\n" + twice, sources=sources)
+    assert kept.lines == 1 and kept.repeated == 1
+    polled = "".join(f"* 🟡 (09:{m:02d}) Jon: the build job 42 is still running\n" for m in (5, 6))
+    kept = keep_lines("Date: Mar 3, 2026\n" + polled, sources=sources)
+    assert kept.lines == 2 and kept.repeated == 0
+
+
 def test_a_changed_number_is_news_not_a_repeat() -> None:
     sources = Sources([*MESSAGES, "Maya: The landlord dropped it to 1,350 EUR a month."])
     log = "* 🔴 (09:02) Maya's budget is 1,400 EUR a month"
