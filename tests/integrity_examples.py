@@ -8,6 +8,10 @@ real repetitive conversation and faithful observations of it.
 
 from __future__ import annotations
 
+import re
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
 
 def _clock(minutes: int) -> str:
     return f"{minutes // 60:02d}:{minutes % 60:02d}"
@@ -319,3 +323,17 @@ def oversized_reply() -> str:
         for i in range(600)
     ]
     return "<observations>\nDate: Nov 30, 2026\n" + "\n".join(lines) + "\n</observations>"
+
+
+def messages_saying(log: str) -> list[BaseMessage]:
+    """A conversation that says every fact of ``log``: one message per observation line (the
+    user's lines as user messages, the rest as the assistant's), so an Observer reply of
+    ``log`` is grounded in it. Ids are ``m0``, ``m1``, ... in order."""
+    out: list[BaseMessage] = []
+    for line in log.splitlines():
+        if not line.startswith("* "):
+            continue
+        text = re.sub(r"^\*\s*\S+\s*\(\d{1,2}:\d{2}\)\s*", "", line)
+        kind = HumanMessage if text.startswith("User") else AIMessage
+        out.append(kind(text, id=f"m{len(out)}"))
+    return out

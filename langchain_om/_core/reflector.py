@@ -426,13 +426,18 @@ class ReflectionLadder:
             return self.start_level
         return min(self.attempts[-1].level + 1, MAX_COMPRESSION_LEVEL)
 
-    def record(self, level: int, output: ObserverOutput, tokens: int) -> AttemptVerdict:
+    def record(
+        self, level: int, output: ObserverOutput, tokens: int, *, looped: bool = False
+    ) -> AttemptVerdict:
         """Judge one Reflector output and remember it.
 
         Args:
             level: the level the attempt ran at (normally ``next_level()``).
             output: the parsed Reflector output.
             tokens: tokens of ``output.observations``.
+            looped: the reply was stopped because it looped (``output`` is what was kept
+                before the loop); an unusable kept part is then ``degenerate``, as it is for
+                the Observer.
 
         Raises:
             ValueError: the ladder is already done.
@@ -461,6 +466,8 @@ class ReflectionLadder:
                 retention = check.retention
                 if not check.accepted:
                     verdict, reason = "unfaithful", check.reason
+        if looped and verdict not in ("fits", "too_big"):
+            verdict, reason = "degenerate", "degenerate"
         self.attempts.append(
             ReflectionAttempt(_clamp_level(level), output, tokens, verdict, reason, retention)
         )

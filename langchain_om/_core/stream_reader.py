@@ -19,6 +19,7 @@ import json
 from typing import Any
 
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, message_chunk_to_message
+from langchain_core.messages.ai import UsageMetadata
 
 from langchain_om._core.loop_cut import Cut, StreamCut
 
@@ -48,6 +49,26 @@ def _length_error(exc: Exception) -> bool:
     """A client error that only says the output limit was reached (the text so far is real)."""
     return "LengthFinishReason" in type(exc).__name__ or (
         getattr(exc, "completion", None) is not None and "length" in str(exc).lower()
+    )
+
+
+def _completion_reply(exc: Exception) -> AIMessageChunk | None:
+    """The text (and usage) of the completion an output-limit error carries, if it has any."""
+    completion = getattr(exc, "completion", None)
+    choices = getattr(completion, "choices", None)
+    if not choices:
+        return None
+    content = getattr(getattr(choices[0], "message", None), "content", None)
+    if not isinstance(content, str) or not content:
+        return None
+    usage = getattr(completion, "usage", None)
+    meta: UsageMetadata | None = None
+    if usage is not None:
+        inp = int(getattr(usage, "prompt_tokens", 0) or 0)
+        out = int(getattr(usage, "completion_tokens", 0) or 0)
+        meta = {"input_tokens": inp, "output_tokens": out, "total_tokens": inp + out}
+    return AIMessageChunk(
+        content=content, usage_metadata=meta, response_metadata={"finish_reason": "length"}
     )
 
 
@@ -82,7 +103,16 @@ class StreamReader:
         return self.cut.feed(delta)
 
     def ended_by(self, exc: Exception) -> None:
-        """The stream raised ``exc``: an output-limit error after some text ends it; else raise."""
+        """The stream raised ``exc``: an output-limit error after some text ends it; else raise.
+
+        A client that raised before streaming anything (openai's ``LengthFinishReasonError``
+        on a non-streamed call) carries the reply so far in ``exc.completion``: that text, and
+        its usage, are the reply.
+        """
+        if _length_error(exc) and not self.cut.text:
+            partial = _completion_reply(exc)
+            if partial is not None:
+                self.add(partial)
         if _length_error(exc) and self.cut.text:
             self._length = True
             return

@@ -24,6 +24,7 @@ from langchain_om._core.reflector import (
     churn_guard_after,
     compression_start_level,
 )
+from langchain_om._core.stream_reader import cut_of
 from langchain_om._core.types import ObservationGroup, OMRecord
 from langchain_om._plans.cycles import Cycle, run_cycle
 from langchain_om._plans.effects import Plan, StoreBatch, reply_text
@@ -84,7 +85,13 @@ def call_reflector(
         cycle.note(result)
         parsed = parse_observer_output(reply_text(result))
         out = parsed.observations.strip()
-        verdict = ladder.record(level, parsed, env.counter.count_text(out) if out else 0)
+        stopped = cut_of(result)
+        verdict = ladder.record(
+            level,
+            parsed,
+            env.counter.count_text(out) if out else 0,
+            looped=stopped is not None and stopped.get("reason") == "loop",
+        )
         if verdict != "fits" and not ladder.done and cycle.trigger != "async-buffer":
             last = ladder.attempts[-1]
             cycle.emit(

@@ -63,6 +63,15 @@ CONSOLIDATION_MARK = "Merge related lines."
 """A line of the built-in consolidation rules."""
 
 
+LOG_TURNS = 18
+"""Turns that fill the 400-token log (only the user's facts are observed: the agent's bare
+"Noted." says nothing the Observer may record)."""
+
+
+TIER_TURNS = 20
+"""Turns whose log outgrows the room a tier of the bare prompt + 450 tokens leaves it."""
+
+
 def _fact(i: int) -> str:
     return f"Fact {i}: code {7000 + i} opens my locker number {i}, where I keep skis. " * 3
 
@@ -223,7 +232,7 @@ def test_replace_puts_the_instructions_in_place_of_the_built_in_guidance(
         },
     )
     run = Run(memory, door)
-    for i in range(12):
+    for i in range(LOG_TURNS):
         run.turn(i)
     systems = [_text(c.messages[0]) for c in model.calls]
     observer = [s for s in systems if s.startswith("You are the Observer")]
@@ -404,7 +413,7 @@ def test_a_reflector_input_above_every_tier_keeps_the_log_and_the_turn_goes_on(
         on_debug_event=events.append,
     )
     run = Run(memory, door)
-    for i in range(12):
+    for i in range(LOG_TURNS):
         run.turn(i)  # never raises
     failed = [e for e in events if isinstance(e, ObservationFailedEvent)]
     assert failed and all(e.operation_type == "reflection" for e in failed)
@@ -413,7 +422,7 @@ def test_a_reflector_input_above_every_tier_keeps_the_log_and_the_turn_goes_on(
     snap = memory.status(thread_id="t1")
     assert snap.record["generation"] == 0 and snap.record["observation_tokens"] > 400
     archived, window = run.ids()
-    assert archived + window == [f"{p}{i}" for i in range(12) for p in "ha"]
+    assert archived + window == [f"{p}{i}" for i in range(LOG_TURNS) for p in "ha"]
 
 
 @pytest.mark.parametrize("door", GRAPH_DOORS)
@@ -443,7 +452,7 @@ def test_a_tier_the_previous_observations_fill_is_observed_without_them(
     counter = get_default_counter()
     probe = _observer_model()
     probing = ObservationalMemory(model=probe, observation=SMALL)
-    probing.observe(thread_id="p", messages=[HumanMessage("hello", id="x")])
+    probing.observe(thread_id="p", messages=[HumanMessage("My skis are in the locker.", id="x")])
     bare = counter.count_messages(probe.calls[0].messages)
     observer = _observer_model()
     events: list[OMEvent] = []
@@ -454,14 +463,14 @@ def test_a_tier_the_previous_observations_fill_is_observed_without_them(
         on_debug_event=events.append,
     )
     run = Run(memory, door)
-    for i in range(14):
+    for i in range(TIER_TURNS):
         run.turn(i)
     assert not [e for e in events if isinstance(e, ObservationFailedEvent)]
     assert all(counter.count_messages(c.messages) <= bare + 450 for c in observer.calls)
     hidden = [c for c in observer.calls if "they are not shown here" in _text(c.messages[1])]
     assert hidden, "the log outgrew the tier's room and was left out of later prompts"
     archived, window = run.ids()
-    assert archived + window == [f"{p}{i}" for i in range(14) for p in "ha"]
+    assert archived + window == [f"{p}{i}" for i in range(TIER_TURNS) for p in "ha"]
     log = memory.status(thread_id="t1").observations
     assert all(str(7000 + int(mid[1:])) in log for mid in archived if mid.startswith("h"))
 

@@ -77,6 +77,9 @@ def test_chunk_chain_keeps_the_contiguous_prefix() -> None:
 # -- reflection buffering, early activation, failures --------------------------------------
 
 
+_WORDS = "apple birch cedar dune ember fjord grove heron iris jade kelp lotus maple".split()
+
+
 def test_buffered_reflection_keeps_what_was_appended_since() -> None:
     memory = ObservationalMemory(
         model=memory_model(keep=0.5),
@@ -90,9 +93,13 @@ def test_buffered_reflection_keeps_what_was_appended_since() -> None:
     window: list[BaseMessage] = []
     started = False
     for i in range(200):
+        # Distinct facts: lines that differ only in a number read as a loop to the Reflector.
+        one, two, three = _WORDS[i % 13], _WORDS[i // 13 % 13], _WORDS[(5 * i + 3) % 13]
         window = window + [
-            HumanMessage(f"fact {i} " + "detail " * 15, id=f"h{i}"),
-            AIMessage(f"noted {i}", id=f"a{i}"),
+            HumanMessage(
+                f"fact {i}: my {one} {two} sits by the {three} " + "detail " * 11, id=f"h{i}"
+            ),
+            AIMessage(f"noted the {two} {one} near the {three}", id=f"a{i}"),
         ]
         out = memory.step(thread_id="t", window=window, record=record)
         record, window = dict(out.record), out.window

@@ -157,7 +157,11 @@ def test_usage_metadata_triggers_but_does_not_inflate_the_status(use: bool) -> N
     memory = make_memory(
         observation={"message_tokens": 2_000, "buffer_tokens": False, "use_usage_metadata": use}
     )
-    window: list[BaseMessage] = [HumanMessage("hi"), _reply(9_000), HumanMessage("and now?")]
+    window: list[BaseMessage] = [
+        HumanMessage("I am planning a trip to Lisbon with my sister Ana."),
+        _reply(9_000),
+        HumanMessage("We land in Lisbon on Friday and stay four nights."),
+    ]
     outcome = memory.step(thread_id="t", window=window, actor_model="openai/gpt-5")
     assert outcome.observed is use
     estimate = memory.counter.count_messages(window)

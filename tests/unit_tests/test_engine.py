@@ -171,8 +171,8 @@ def test_async_hooks_are_awaited() -> None:
     memory = make_memory(
         model=ScriptedChatModel(script=[OBS, OBS]), hooks={"on_observation_end": hook}
     )
-    memory.observe(thread_id="t", messages=[HumanMessage("a")])
-    asyncio.run(memory.aobserve(thread_id="t2", messages=[HumanMessage("b")]))
+    memory.observe(thread_id="t", messages=[HumanMessage("I like tea")])
+    asyncio.run(memory.aobserve(thread_id="t2", messages=[HumanMessage("I like tea")]))
     assert seen == ["manual", "manual"]
 
 
@@ -228,10 +228,11 @@ def test_missing_thread_id_is_a_clear_error() -> None:
 
 
 def test_observer_sees_previous_observations_and_hints() -> None:
-    observer = ScriptedChatModel(script=[OBS + "\n<current-task>tea</current-task>", OBS])
+    green = OBS.replace("likes tea", "likes green tea")  # new: the log holds "likes tea"
+    observer = ScriptedChatModel(script=[OBS + "\n<current-task>tea</current-task>", green])
     memory = make_memory(model=observer)
-    memory.observe(thread_id="t", messages=[HumanMessage("first")])
-    memory.observe(thread_id="t", messages=[HumanMessage("second")])
+    memory.observe(thread_id="t", messages=[HumanMessage("first: I like tea")])
+    memory.observe(thread_id="t", messages=[HumanMessage("second: I like green tea")])
     prompt = observer.last_call.messages[-1].text
     assert "## Previous Observations" in prompt and "User likes tea" in prompt
     assert "prior current-task: tea" in prompt
@@ -285,7 +286,7 @@ def test_model_settings_and_provider_options_reach_the_calls() -> None:
             "model": observer,
             "message_tokens": 2_000,
             "buffer_tokens": False,
-            "model_settings": {"max_output_tokens": 1_234},
+            "model_settings": {"max_output_tokens": 500},  # below the output budget
             "provider_options": {"seed": 7},
         },
         reflection={"model": reflector, "observation_tokens": 3_000},
@@ -298,6 +299,6 @@ def test_model_settings_and_provider_options_reach_the_calls() -> None:
     memory.observe(thread_id="t", messages=said)
     memory.reflect(thread_id="t")
     sent = observer.last_call.kwargs
-    assert sent["temperature"] == 0.3 and sent["max_tokens"] == 1_234 and sent["seed"] == 7
+    assert sent["temperature"] == 0.3 and sent["max_tokens"] == 500 and sent["seed"] == 7
     assert reflector.last_call.kwargs["temperature"] == 0
     assert "seed" not in reflector.last_call.kwargs

@@ -82,8 +82,8 @@ def _turn(i: int) -> list[BaseMessage]:
 
 
 def _many() -> list[BaseMessage]:
-    """A batch large enough for a long log to be a plausible observation of it."""
-    return [m for i in range(12) for m in _turn(i)]
+    """A batch that says every fact of ``LOG_MOVE``, so that log is a grounded observation."""
+    return ex.messages_saying(ex.LOG_MOVE)
 
 
 def _human_text(message: BaseMessage) -> str:
@@ -220,6 +220,6 @@ def test_failing_reflection_inside_observe_keeps_the_observation() -> None:
     )
     snap = memory.observe(thread_id="t", messages=_many())
     assert archived_ids(memory, "t") == [m.id for m in _many()]
-    assert snap.window == [] and snap.record["observed_message_count"] == 24
+    assert snap.window == [] and snap.record["observed_message_count"] == len(_many())
     assert reflector.call_count >= 1  # the reflection ran and failed
     assert memory.status(thread_id="t").record["generation"] == 0

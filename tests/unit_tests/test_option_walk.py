@@ -417,7 +417,13 @@ TABLE: list[Changes | Refused] = [
     Changes("observation.extract", {}, _obs(extract=[Extractor("Topics", "Topics liked.")])),
     Changes("observation.manage_working_memory", {}, _obs(manage_working_memory=True)),
     Changes("observation.observe_attachments", {}, _obs(observe_attachments=False)),
-    Changes("observation.message_tokens", {}, _obs(message_tokens=3_000)),
+    Changes(
+        "observation.message_tokens",
+        _ref(observation_tokens=500),  # the smallest log a 3,000-token batch may fill
+        {**_obs(message_tokens=3_000), **_ref(observation_tokens=500)},
+    ),
+    Changes("observation.part_tokens", {}, _obs(part_tokens=200)),
+    Changes("observation.output_budget", {}, _obs(output_budget=2_000)),
     Refused(
         "observation.max_tokens_per_batch",
         _obs(max_tokens_per_batch=7_000),
@@ -431,7 +437,7 @@ TABLE: list[Changes | Refused] = [
     Changes(
         "observation.model_settings.max_output_tokens",
         {},
-        _obs(model_settings={"max_output_tokens": 900}),
+        _obs(model_settings={"max_output_tokens": 300}),  # below the output budget
     ),
     Changes("observation.model_settings.top_p", {}, _obs(model_settings={"top_p": 0.5})),
     Changes("observation.provider_options", {}, _obs(provider_options={"seed": 7})),
@@ -456,7 +462,7 @@ TABLE: list[Changes | Refused] = [
     Changes(
         "observation.failure_policy",
         _obs(buffer_tokens=False),
-        _obs(buffer_tokens=False, failure_policy="continue"),
+        _obs(buffer_tokens=False, failure_policy="raise"),  # the default is "continue"
         Script(observer=_failing),
     ),
     Changes("observation.tool_result_max_tokens", {}, _obs(tool_result_max_tokens=100)),
@@ -505,11 +511,12 @@ TABLE: list[Changes | Refused] = [
     ),
     Changes("reflection.output", {}, _ref(output="structured")),
     Changes("reflection.observation_tokens", {}, _ref(observation_tokens=600)),
+    Changes("reflection.output_budget", {}, _ref(output_budget=False)),
     Changes("reflection.model_settings.temperature", {}, _ref(model_settings={"temperature": 1})),
     Changes(
         "reflection.model_settings.max_output_tokens",
         {},
-        _ref(model_settings={"max_output_tokens": 900}),
+        _ref(model_settings={"max_output_tokens": 300}),  # below the output budget
     ),
     Changes("reflection.model_settings.top_p", {}, _ref(model_settings={"top_p": 0.5})),
     Changes("reflection.provider_options", {}, _ref(provider_options={"seed": 7})),

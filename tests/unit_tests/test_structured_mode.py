@@ -45,7 +45,9 @@ def _new_messages(call: RecordedCall) -> str:
 def structured_reply(messages: list[BaseMessage], info: RecordedCall) -> Any:
     """Observe each user line of the prompt as one structured observation; reflect to one line."""
     if info.structured_output is None:
-        return "<observations>\nDate: Nov 30, 2026\n* 🟡 (09:00) text-mode reply\n</observations>"
+        said = [t for _, t in USER_LINE.findall(_new_messages(info))]
+        lines = "\n".join(f"* 🟡 (09:00) text-mode reply: User said {t}" for t in said)
+        return f"<observations>\nDate: Nov 30, 2026\n{lines}\n</observations>"
     if info.structured_output.name == StructuredReflectorOutput.__name__:
         obs = StructuredObservation(
             date=date(2026, 11, 30),
@@ -154,7 +156,12 @@ async def test_async_structured_observation() -> None:
 
 def test_invalid_observations_are_dropped_and_counted(caplog: pytest.LogCaptureFixture) -> None:
     def reply(messages: list[BaseMessage], info: RecordedCall) -> Any:
-        good = {"date": "2026-11-30", "time": "09:10", "priority": "high", "text": "User is 30"}
+        good = {
+            "date": "2026-11-30",
+            "time": "09:10",
+            "priority": "high",
+            "text": "User is 30, a nurse in Braga",
+        }
         bad = {"date": "2026-11-30", "time": "25:99", "priority": "high", "text": "Bad time"}
         return AIMessage(
             "",
@@ -170,7 +177,10 @@ def test_invalid_observations_are_dropped_and_counted(caplog: pytest.LogCaptureF
     model = FunctionChatModel(function=reply, model_name="scripted")
     memory = make_memory(model=model, observation=STRUCTURED)
     with caplog.at_level(logging.WARNING, logger="langchain_om"):
-        memory.observe(thread_id="t", messages=[HumanMessage("I am 30 years old.", id="m")])
+        memory.observe(
+            thread_id="t",
+            messages=[HumanMessage("I am 30 years old and work as a nurse in Braga.", id="m")],
+        )
     record = memory.status(thread_id="t").record
     assert record is not None
     content = log_text(record["groups"])

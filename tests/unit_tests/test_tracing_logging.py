@@ -17,6 +17,7 @@ from langchain_om import (
     ObservationalMemory,
     add_observational_memory,
 )
+from langchain_om.errors import CycleFailedError
 from langchain_om.events import TemporalGapEvent, ThreadUpdateEvent, parse_event
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
 from tests.helpers import APP_OPTIONS, FIXED, actor_reply, build_agent, build_graph, user_turn
@@ -160,10 +161,12 @@ def test_exhausted_retries_log_a_warning(caplog: pytest.LogCaptureFixture) -> No
     caplog.set_level(logging.INFO, logger="langchain_om")
     memory = ObservationalMemory(
         model=FunctionChatModel(function=limited, model_name="limited"),
-        observation={"message_tokens": 200, "buffer_tokens": False, "failure_policy": "continue"},
+        observation={"message_tokens": 200, "buffer_tokens": False},
         sleep=lambda s: None,
     )
-    memory.observe(thread_id="r", messages=[("user", "hello " * 50)])
+    # An explicit observe() reports its failed cycle whatever failure_policy says.
+    with pytest.raises(CycleFailedError, match="RateLimitError"):
+        memory.observe(thread_id="r", messages=[("user", "hello " * 50)])
     retry = [r for r in caplog.records if r.name == "langchain_om.retry"]
     assert [r.levelno for r in retry].count(logging.INFO) == 3  # the default 3 retries
     assert retry[-1].levelno == logging.WARNING

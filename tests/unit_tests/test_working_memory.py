@@ -126,7 +126,9 @@ def test_without_a_working_memory_the_calls_say_how_to_turn_it_on() -> None:
     with pytest.raises(OMConfigError, match="Two working-memory"):
         make_memory(
             observation={
-                "extract": [WorkingMemoryExtractor(), WorkingMemoryExtractor(name="Other")]
+                "message_tokens": 2_000,
+                "buffer_tokens": False,
+                "extract": [WorkingMemoryExtractor(), WorkingMemoryExtractor(name="Other")],
             }
         )
 
