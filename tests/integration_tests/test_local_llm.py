@@ -12,7 +12,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_openai import ChatOpenAI
 
-from langchain_om import ObservationalMemory
+from langchain_om import CycleFailedError, ObservationalMemory
 from langchain_om.local import (
     INSTALL_HINT,
     find_local_model,
@@ -63,13 +63,15 @@ def test_one_observation_cycle_through_chat_openai_against_a_local_server() -> N
             observation={"message_tokens": 200, "buffer_tokens": False},
             hooks={"on_observation_end": ends.append},
         )
-        snap = memory.observe(thread_id="t", messages=conversation)
-        assert ends, "the observation cycle never ended"
-        if ends[-1]["error"] is not None:
-            # the weak model may loop or run to its cap: the cycle fails (failure_policy
-            # "continue"), nothing leaves the window and the turn goes on
+        try:
+            snap = memory.observe(thread_id="t", messages=conversation)
+        except CycleFailedError:
+            # the weak model may loop or run to its cap twice (an explicit observe() raises
+            # whatever failure_policy says): the cycle fails cleanly, nothing is removed
+            snap = memory.status(thread_id="t")
             assert [m.id for m in snap.window] == ["u1", "a1", "u2", "a2"]
             assert snap.record["groups"] == []
+            assert ends and ends[-1]["error"] is not None
         else:
             stored = archived(memory, "t")
             assert snap.record["observed_message_count"] == len(stored) > 0
@@ -81,6 +83,7 @@ def test_one_observation_cycle_through_chat_openai_against_a_local_server() -> N
         socket.create_connection((host, int(port)), timeout=5).close()
     # Real HTTP went through ChatOpenAI to the loopback server: the usage and the model name
     # come from the server's response (the Observer prompt alone is hundreds of tokens).
+    assert ends, "the observation cycle never ended"
     # Memory streams its calls (to cut loops) and asks for the streamed usage: a reply that ran
     # to its end reports it; one the cut stopped has only the stream's own estimate.
     usage = ends[-1]["usage"]
@@ -89,5 +92,5 @@ def test_one_observation_cycle_through_chat_openai_against_a_local_server() -> N
         assert 0 < usage["output_tokens"] <= 64
     else:  # only a stopped reply may lack it
         assert ends[-1]["error"] is not None or ends[-1].get("outcome") == "salvaged"
-    assert 0 < ends[-1]["output_tokens"] <= 64
+    assert 0 < ends[-1]["output_tokens"] <= 64 * ends[-1]["model_calls"]
     assert "SmolLM2" in str(ends[-1]["provider_metadata"].get("model_name"))
