@@ -34,7 +34,7 @@ test:
 # examples, the CLI, long runs, benchmark smoke), with coverage of the package and its floor.
 COV_FLOOR ?= 95
 test-all:
-	$(PYTEST) -q tests --cov=langchain_om --cov-report=term --cov-fail-under=$(COV_FLOOR)
+	$(PYTEST) -q tests --durations=30 --cov=langchain_om --cov-report=term --cov-fail-under=$(COV_FLOOR)
 
 # Execute every notebook in place (offline, from the repository root) so they are committed
 # with their outputs; tests/integration_tests/test_notebook.py fails when they are stale.
