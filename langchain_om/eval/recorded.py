@@ -172,7 +172,9 @@ class Replayed:
         if not self.verdict.accepted:
             return []
         return [
-            line for line in self.verdict.observations.splitlines() if line.lstrip()[:1] in "*-"
+            line
+            for line in self.verdict.observations.splitlines()
+            if line.lstrip()[:1] in ("*", "-")
         ]
 
 
