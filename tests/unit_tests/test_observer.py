@@ -787,6 +787,13 @@ _ITEM = st.tuples(
     st.lists(_TEXT, max_size=2),
 )
 _GROUPS = st.lists(st.lists(_ITEM, min_size=1, max_size=5), min_size=1, max_size=4)
+
+
+def _tag(group: int, item: int) -> str:
+    """A word of letters unique to one generated line (numbers are masked by the loop check)."""
+    return "item" + "abcdefghij"[group] + "abcdefghij"[item]
+
+
 _HINT = st.one_of(st.none(), _TEXT)
 
 
@@ -808,6 +815,20 @@ def test_round_trip(
     title: str | None,
     prefs: str | None,
 ) -> None:
+    # every line says something of its own (identical lines would rightly be a loop)
+    groups = [
+        [
+            (
+                p,
+                h,
+                m,
+                f"{_tag(g, i)} {text}",
+                [f"{_tag(g, i)}{'xyz'[j]} {s}" for j, s in enumerate(subs)],
+            )
+            for i, (p, h, m, text, subs) in enumerate(group)
+        ]
+        for g, group in enumerate(groups)
+    ]
     day = date(2026, 1, 1)
     rendered_groups: list[str] = []
     expected_groups: list[str] = []
