@@ -146,6 +146,33 @@ def test_randomized_lifecycle(seed: int) -> None:
     lifecycle(seed)
 
 
+_NAMES = (
+    "Alice Bruno Chiara Dmitri Elena Farid Greta Hiro Ines Jonas Kavya Lukas Mira Nadia Oscar "
+    "Priya Quinn Rosa Samir Tomasz Ulla Viktor Wanda Yusuf Zora"
+).split()
+_PLACES = (
+    "Lisbon Porto Oslo Kyoto Lima Dakar Quito Tunis Riga Cork Bergen Lyon Turin Krakow Malmo "
+    "Ghent Split Perth Hobart Nantes"
+).split()
+_THINGS = (
+    "bicycle piano garden kitchen ticket laptop camera violin kayak lantern notebook teapot "
+    "backpack telescope guitar scooter"
+).split()
+_VERBS = "bought repaired painted borrowed sold shipped ordered returned visited booked".split()
+_ADJECTIVES = "red quiet heavy old narrow bright wooden small spare rented".split()
+
+
+def _facts(rng: random.Random, turn: int, count: int) -> str:
+    """``count`` distinct facts (a name, a place, a price) for turn ``turn``: text an Observer
+    can ground its lines in (about 17 tokens a fact)."""
+    return " ".join(
+        f"{rng.choice(_NAMES)} {rng.choice(_VERBS)} a {rng.choice(_ADJECTIVES)} "
+        f"{rng.choice(_THINGS)} in {rng.choice(_PLACES)} for {rng.randrange(10, 990)} euros "
+        f"on day {turn}."
+        for _ in range(count)
+    )
+
+
 def test_default_settings_window_oscillates() -> None:
     memory = ObservationalMemory(model=memory_model(), background="manual")
     events: list[Any] = []
@@ -155,10 +182,11 @@ def test_default_settings_window_oscillates() -> None:
     fractions = []
     rng = random.Random(1)
     for i in range(900):
-        text = " ".join(f"w{rng.randrange(5000)}" for _ in range(rng.randrange(40, 160)))
+        # about 100-450 tokens of distinct facts a turn (the Observer must find facts to keep)
+        text = _facts(rng, i, rng.randrange(6, 27))
         window = window + [
             HumanMessage(text, id=f"h{i}"),
-            AIMessage("ok " + text[:200], id=f"a{i}"),
+            AIMessage("ok " + text[:350], id=f"a{i}"),
         ]
         out = memory.step(thread_id="t", window=window, record=record)
         record, window = out.record, out.window

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import subprocess
 import sys
 import textwrap
@@ -12,12 +13,12 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_om import ObservationalMemory
-from langchain_om.testing import FunctionChatModel, memory_model
+from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
 from tests.helpers import (
     APP_OPTIONS,
     ROOT,
@@ -63,7 +64,7 @@ def test_two_hundred_turns_on_sqlite(tmp_path: Path, door: str, mode: str) -> No
     script = textwrap.dedent(
         f"""
         import json
-        from langchain_core.messages import HumanMessage
+        from langchain_core.messages import BaseMessage, HumanMessage
         from langchain_om import ObservationalMemory
         from langchain_om.testing import FunctionChatModel, memory_model
         import tests.helpers as t
@@ -91,20 +92,53 @@ def _state_size(app: Any, cfg: RunnableConfig) -> int:
     return sum(len(saver.serde.dumps_typed(v)[1]) for v in checkpoint["channel_values"].values())
 
 
+_NAMES = (
+    "Alice Bruno Chiara Dmitri Elena Farid Greta Hiro Ines Jonas Kavya Lukas Mira Nadia Oscar "
+    "Priya Quinn Rosa Samir Tomasz Ulla Viktor Wanda Yusuf Zora"
+).split()
+_PLACES = (
+    "Lisbon Porto Oslo Kyoto Lima Dakar Quito Tunis Riga Cork Bergen Lyon Turin Krakow Malmo "
+    "Ghent Split Perth Hobart Nantes"
+).split()
+_THINGS = (
+    "bicycle piano garden kitchen ticket laptop camera violin kayak lantern notebook teapot "
+    "backpack telescope guitar scooter"
+).split()
+_VERBS = "bought repaired painted borrowed sold shipped ordered returned visited booked".split()
+
+
+def _fact_turn(i: int) -> str:
+    """User turn ``i``: one distinct fact (a name, a place, a price), about 17 tokens."""
+    rng = random.Random(i)
+    return (
+        f"Turn {i}: {rng.choice(_NAMES)} {rng.choice(_VERBS)} a {rng.choice(_THINGS)} "
+        f"in {rng.choice(_PLACES)} for {rng.randrange(10, 990)} euros."
+    )
+
+
+def _fact_answer(messages: list[BaseMessage], info: RecordedCall) -> str:
+    """Answer ``info.index``: another distinct fact, about 15 tokens."""
+    rng = random.Random(-1 - info.index)
+    return (
+        f"Answer {info.index}: {rng.choice(_NAMES)} keeps the {rng.choice(_THINGS)} "
+        f"in {rng.choice(_PLACES)} until {rng.randrange(1, 12)} pm."
+    )
+
+
 @pytest.mark.slow
 def test_checkpoint_size_is_bounded() -> None:
     memory = ObservationalMemory(model=memory_model(), checkpointer=InMemorySaver(), **APP_OPTIONS)
-    actor = FunctionChatModel(function=lambda m, i: f"Answer {i.index}: " + "words " * 10)
+    actor = FunctionChatModel(function=_fact_answer)
     with_memory = build_agent(memory, actor, tools=[])
     plain = create_agent(
-        FunctionChatModel(function=lambda m, i: f"Answer {i.index}: " + "words " * 10),
+        FunctionChatModel(function=_fact_answer),
         [],
         checkpointer=InMemorySaver(),
     )
     cfg: RunnableConfig = {"configurable": {"thread_id": "t"}}
     sizes: dict[str, dict[int, int]] = {"memory": {}, "plain": {}}
     for i in range(1, 2001):
-        msg: Any = {"messages": [HumanMessage(f"Turn {i}: " + "some words " * 6)]}
+        msg: Any = {"messages": [HumanMessage(_fact_turn(i))]}
         with_memory.invoke(msg, cfg, durability="exit")
         if i <= 400:
             plain.invoke(msg, cfg, durability="exit")
