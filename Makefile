@@ -26,15 +26,19 @@ type:
 # pytest exits 5 when it collects no tests; make alone would only say "Error 5".
 PYTEST = run() { $(BIN)/pytest "$$@" || { s=$$?; [ $$s -ne 5 ] || echo "ERROR: pytest collected no tests" >&2; exit $$s; }; }; run
 
+# Tests run on one pytest-xdist worker per core (2 on the project's machines); WORKERS=0 runs
+# them in this process (for a debugger or `-x`).
+WORKERS ?= 2
+
 # The unit tests: no network sockets, no SQLite files or servers, well under a minute.
 test:
-	$(PYTEST) -q tests/unit_tests
+	$(PYTEST) -q -n $(WORKERS) tests/unit_tests
 
 # Every test (unit and integration: SQLite files, PostgreSQL, the local model, notebooks,
 # examples, the CLI, long runs, benchmark smoke), with coverage of the package and its floor.
 COV_FLOOR ?= 95
 test-all:
-	$(PYTEST) -q tests --durations=30 --cov=langchain_om --cov-report=term --cov-fail-under=$(COV_FLOOR)
+	$(PYTEST) -q -n $(WORKERS) tests --durations=30 --cov=langchain_om --cov-report=term --cov-fail-under=$(COV_FLOOR)
 
 # Execute every notebook in place (offline, from the repository root) so they are committed
 # with their outputs; tests/integration_tests/test_notebook.py fails when they are stale.

@@ -46,8 +46,8 @@ def structured_reply(messages: list[BaseMessage], info: RecordedCall) -> Any:
     """Observe each user line of the prompt as one structured observation; reflect to one line."""
     if info.structured_output is None:
         said = [t for _, t in USER_LINE.findall(_new_messages(info))]
-        lines = "\n".join(f"* 🟡 (09:00) text-mode reply: User said {t}" for t in said)
-        return f"<observations>\nDate: Nov 30, 2026\n{lines}\n</observations>"
+        text = "\n".join(f"* 🟡 (09:00) text-mode reply: User said {t}" for t in said)
+        return f"<observations>\nDate: Nov 30, 2026\n{text}\n</observations>"
     if info.structured_output.name == StructuredReflectorOutput.__name__:
         obs = StructuredObservation(
             date=date(2026, 11, 30),
