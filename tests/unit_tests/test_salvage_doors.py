@@ -227,3 +227,25 @@ def test_a_small_observer_is_shown_no_previous_observations() -> None:
     for i in range(2):
         shown.observe(thread_id="t", messages=[HumanMessage(_say(i), id=f"u{i}")])
     assert "These are already recorded" in prompts[1]  # set explicitly: shown as asked
+
+
+class _StreamUsageSwitch(FunctionChatModel):
+    """A model with the standard ``stream_usage`` switch (as ``ChatOpenAI`` has)."""
+
+    stream_usage: bool | None = None
+
+
+def test_streamed_calls_ask_for_usage_where_the_model_has_the_switch_unset() -> None:
+    from langchain_om.testing import memory_model  # noqa: PLC0415
+
+    batch = [HumanMessage(_say(i), id=f"u{i}") for i in range(6)]
+    options = {"observation": {"message_tokens": 200, "buffer_tokens": False}}
+    unset = _StreamUsageSwitch(function=memory_model().function)
+    ObservationalMemory(model=unset, **options).observe(thread_id="t", messages=batch)
+    assert unset.calls and all(c.streamed and c.kwargs["stream_usage"] is True for c in unset.calls)
+    refused = _StreamUsageSwitch(function=memory_model().function, stream_usage=False)
+    ObservationalMemory(model=refused, **options).observe(thread_id="t", messages=batch)
+    assert refused.calls and all("stream_usage" not in c.kwargs for c in refused.calls)
+    plain = memory_model()  # no such field: nothing unknown is sent
+    ObservationalMemory(model=plain, **options).observe(thread_id="t", messages=batch)
+    assert plain.calls and all("stream_usage" not in c.kwargs for c in plain.calls)
