@@ -239,7 +239,7 @@ def test_streamed_calls_ask_for_usage_where_the_model_has_the_switch_unset() -> 
     from langchain_om.testing import memory_model  # noqa: PLC0415
 
     batch = [HumanMessage(_say(i), id=f"u{i}") for i in range(6)]
-    options = {"observation": {"message_tokens": 200, "buffer_tokens": False}}
+    options: dict[str, Any] = {"observation": {"message_tokens": 200, "buffer_tokens": False}}
     unset = _StreamUsageSwitch(function=memory_model().function)
     ObservationalMemory(model=unset, **options).observe(thread_id="t", messages=batch)
     assert unset.calls and all(c.streamed and c.kwargs["stream_usage"] is True for c in unset.calls)
