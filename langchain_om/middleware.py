@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, NotRequired, cast
@@ -43,7 +44,7 @@ from langchain_om._plans.graph_state import (
     step_number,
 )
 from langchain_om._plans.types import TurnOutcome
-from langchain_om._run_store import run_store
+from langchain_om._run_store import run_checkpointer, run_store
 from langchain_om.engine import ObservationalMemory
 from langchain_om.events import OMEvent
 
@@ -113,6 +114,25 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         self._actor: Any = None
         self._prepared: dict[int, _Prepared] = {}
         self._prepared_lock = threading.Lock()  # runs of several threads share the middleware
+        self._warned_unsaved = False
+
+    def _warn_if_unsaved(self) -> None:
+        """Warn once when the agent runs without a checkpointer: its memory would not last.
+
+        Memory keeps its record in the agent's state; with no checkpointer that state ends
+        with each ``invoke``, so nothing observed is there on the next one.
+        """
+        if self._warned_unsaved or run_checkpointer(_run_config()) is not None:
+            return
+        self._warned_unsaved = True
+        warnings.warn(
+            "ObservationalMemoryMiddleware is running in an agent without a checkpointer: "
+            "memory lives in the agent's state, which is gone after each invoke, so nothing is "
+            "remembered. Pass checkpointer=memory.checkpointer and store=memory.store to "
+            "create_agent (LangGraph Platform and `langgraph dev` provide their own).",
+            UserWarning,
+            stacklevel=3,
+        )
 
     @property
     def name(self) -> str:
@@ -244,6 +264,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         """
         if not memory_enabled(_run_config()):
             return handler(request)  # memory is off for this request: the call as it came
+        self._warn_if_unsaved()
         store = run_store(request.runtime)
         prepared = self._reused(request)
         if prepared is None:
@@ -270,6 +291,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         """Async twin of :meth:`wrap_model_call`."""
         if not memory_enabled(_run_config()):
             return await handler(request)
+        self._warn_if_unsaved()
         store = run_store(request.runtime)
         prepared = self._reused(request)
         if prepared is None:
