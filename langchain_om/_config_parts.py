@@ -360,8 +360,9 @@ class ObservationConfig(OptionGroup):
         bool | Literal["auto"] | tuple[str, ...], BeforeValidator(attachments_rule)
     ] = True
     """True forwards attachments to the Observer, False drops them (keeping placeholders),
-    'auto' forwards them when the Observer model is multimodal; a list is a case-sensitive MIME
-    allowlist with 'image/*' and '*' wildcards."""
+    'auto' forwards them when the Observer model's profile says it reads images (with no
+    profile: unless it is a small model, at most 4B parameters by name or a local server); a
+    list is a case-sensitive MIME allowlist with 'image/*' and '*' wildcards."""
     message_tokens: Annotated[int | Fraction, tokens_or_fraction(30_000)] = 30_000
     """Unobserved-message tokens that trigger observation, or ``("fraction", 0.4)`` of the
     agent model's context window (its LangChain profile's ``max_input_tokens``)."""

@@ -9,7 +9,7 @@ reply loops or reaches the call's output budget (:mod:`langchain_om._core.loop_c
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain.agents.middleware.internal_call_transformer import internal_call_metadata
@@ -19,6 +19,7 @@ from langgraph.constants import TAG_NOSTREAM
 
 from langchain_om._call_modes import adapt_attempt, small_model
 from langchain_om._core.loop_cut import StreamCut
+from langchain_om._core.observer_input import AttachmentPolicy
 from langchain_om._core.schemas import StructuredRequest, schema_title
 from langchain_om._plans.effects import ModelCall
 from langchain_om.config import ObservationalMemoryConfig
@@ -142,7 +143,8 @@ class RoleModels:
         result = await ainvoke_model(attempts, list(request.messages), **kwargs)
         return _parsed(result, request)
 
-    def _small_observer(self, input_tokens: int) -> bool:
+    def _observer_model(self, input_tokens: int) -> Any:
+        """The model an Observer call over ``input_tokens`` goes to first, or ``None``."""
         try:
             probe = ModelCall(
                 role="observer",
@@ -153,8 +155,32 @@ class RoleModels:
             )
             attempts = self.attempts(probe)
         except Exception:
-            return False
-        return bool(attempts) and small_model(attempts[0].model)
+            return None
+        return attempts[0].model if attempts else None
+
+    def _small_observer(self, input_tokens: int) -> bool:
+        model = self._observer_model(input_tokens)
+        return model is not None and small_model(model)
+
+    def attachments(self, input_tokens: int) -> AttachmentPolicy:
+        """``observation.observe_attachments`` for an Observer call over ``input_tokens``.
+
+        ``"auto"`` forwards images and files when the model's LangChain profile says it reads
+        images (``image_inputs``) and drops them (keeping placeholders) when it says it does
+        not. With no profile, a small model (the rule of ``prompt="auto"``: a name stating at
+        most 4B parameters, or a local server) is taken as text-only, any other is forwarded.
+        """
+        setting = self.config.observation.observe_attachments
+        if setting != "auto":
+            return setting
+        model = self._observer_model(input_tokens)
+        if model is None:
+            return True
+        profile = getattr(model, "profile", None)
+        reads = profile.get("image_inputs") if isinstance(profile, Mapping) else None
+        if isinstance(reads, bool):
+            return reads
+        return not small_model(model)
 
     def hides_previous(self, input_tokens: int) -> bool:
         """Whether an Observer call over ``input_tokens`` is shown no previous observations.

@@ -169,6 +169,7 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
             memory=self,
             observer_part_tokens=self._models.part_tokens,
             observer_hides_previous=self._models.hides_previous,
+            observer_attachments=self._models.attachments,
         )
         check_extractors(self.config.reflection.extract, option="reflection.extract")
         self._actors = ActorEnvs(base_env, actor_model)

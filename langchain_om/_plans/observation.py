@@ -162,18 +162,18 @@ def call_observer(
     if not seen:  # the hook withheld everything: observed, without a model call
         return ObserverOutput("", None, None, None, {}, degenerate=False, raw="")
     extractors = inline_extractors(env.extractors)
+    tokens = env.counter.count_messages(seen)
     history = format_messages_for_observer(
         seen,
         timezone=record["timezone"],
         tool_result_max_tokens=cfg.observation.tool_result_max_tokens,
         count=env.counter.count_text,
         now=env.now(),
-        observe_attachments=cfg.observation.observe_attachments,
+        observe_attachments=env.attachment_policy(tokens),
         extra_tags=[e.slug for e in extractors],
         message_max_tokens=message_max_tokens or observer_message_budget(env),
     )
     context = {**cycle.context(), "source": "observation"}
-    tokens = env.counter.count_messages(seen)
     hidden = hide_previous or env.observer_hides_previous(tokens)
 
     def prompt_for(hidden: bool) -> list[BaseMessage]:

@@ -390,6 +390,7 @@ def _history(
     parts: list[str] = []
     attachments: list[dict[str, Any]] = []
     ids: list[str] = []
+    policy = env.attachment_policy(sum(env.counter.count_messages(m) for m in threads.values()))
     for tid, messages in threads.items():
         formatted = format_messages_for_observer(
             messages,
@@ -397,7 +398,7 @@ def _history(
             tool_result_max_tokens=cfg.tool_result_max_tokens,
             count=env.counter.count_text,
             now=env.now(),
-            observe_attachments=cfg.observe_attachments,
+            observe_attachments=policy,
         )
         parts.append(f'<thread id="{labels[tid]}">\n{formatted.text}\n</thread>')
         attachments.extend(formatted.attachments)

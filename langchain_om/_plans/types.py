@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
 
+from langchain_om._core.observer_input import AttachmentPolicy
 from langchain_om._core.schemas import StructuredRequest
 from langchain_om._core.thresholds import message_threshold
 from langchain_om._core.tokens import TokenCounter
@@ -52,11 +53,20 @@ class TurnEnv:
     """The :class:`~langchain_om.ObservationalMemory` the plans run for (shown to dynamic
     extractor instructions and transform hooks as ``ctx["memory"]``)."""
     observer_part_tokens: Callable[[int], int | None] = lambda tokens: None
+    """``batch_tokens -> part size``: the largest batch one Observer call reads
+    (``observation.part_tokens`` for the model a batch of that size goes to), or ``None``."""
     observer_hides_previous: Callable[[int], bool] = lambda tokens: False
     """``batch_tokens -> hide``: whether the model a batch goes to is shown no previous
     observations (a small model with ``observation.previous_observer_tokens`` left unset)."""
-    """``batch_tokens -> part size``: the largest batch one Observer call reads
-    (``observation.part_tokens`` for the model a batch of that size goes to), or ``None``."""
+    observer_attachments: Callable[[int], AttachmentPolicy] | None = None
+    """``batch_tokens -> policy``: ``observation.observe_attachments`` with ``"auto"``
+    resolved for the model a batch goes to (``None``: the setting as it is)."""
+
+    def attachment_policy(self, batch_tokens: int) -> AttachmentPolicy:
+        """Which attachments an Observer call over ``batch_tokens`` is sent."""
+        if self.observer_attachments is None:
+            return self.config.observation.observe_attachments
+        return self.observer_attachments(batch_tokens)
 
     def message_threshold(self, record: OMRecord) -> int:
         """Unobserved-message tokens that trigger observation of ``record``'s thread."""
