@@ -342,3 +342,22 @@ def thread_memory_reply(messages: list[BaseMessage], info: RecordedCall) -> str:
             kept.append(line)
             first = False
     return "<observations>\n" + "\n".join(kept) + "\n</observations>"
+
+
+# -- varied, fact-carrying text for long scripted conversations ---------------------------------
+
+FACT_NAMES = (
+    "Alice Bruno Chiara Dmitri Elena Farid Greta Hiro Ines Jonas Kavya Lukas Mira Nadia Oscar "
+    "Priya Quinn Rosa Samir Tomasz Ulla Viktor Wanda Yusuf Zora"
+).split()
+FACT_PLACES = (
+    "Lisbon Porto Oslo Kyoto Lima Dakar Quito Tunis Riga Cork Bergen Lyon Turin Krakow Malmo "
+    "Ghent Split Perth Hobart Nantes"
+).split()
+FACT_THINGS = (
+    "bicycle piano garden kitchen ticket laptop camera violin kayak lantern notebook teapot "
+    "backpack telescope guitar scooter"
+).split()
+FACT_VERBS = "bought repaired painted borrowed sold shipped ordered returned visited booked".split()
+FACT_ADJECTIVES = "red quiet heavy old narrow bright wooden small spare rented".split()
+"""Word lists for scripted turns that say something an Observer can ground its lines in."""

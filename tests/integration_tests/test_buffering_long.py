@@ -15,6 +15,11 @@ from langchain_core.runnables import RunnableConfig
 from langchain_om import ObservationalMemory
 from langchain_om._plans.storage import buffer_ns
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
+from tests.helpers import FACT_ADJECTIVES as _ADJECTIVES
+from tests.helpers import FACT_NAMES as _NAMES
+from tests.helpers import FACT_PLACES as _PLACES
+from tests.helpers import FACT_THINGS as _THINGS
+from tests.helpers import FACT_VERBS as _VERBS
 from tests.helpers import Clock, archived_ids, build_agent
 
 pytestmark = pytest.mark.slow
@@ -144,22 +149,6 @@ def lifecycle(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(120))
 def test_randomized_lifecycle(seed: int) -> None:
     lifecycle(seed)
-
-
-_NAMES = (
-    "Alice Bruno Chiara Dmitri Elena Farid Greta Hiro Ines Jonas Kavya Lukas Mira Nadia Oscar "
-    "Priya Quinn Rosa Samir Tomasz Ulla Viktor Wanda Yusuf Zora"
-).split()
-_PLACES = (
-    "Lisbon Porto Oslo Kyoto Lima Dakar Quito Tunis Riga Cork Bergen Lyon Turin Krakow Malmo "
-    "Ghent Split Perth Hobart Nantes"
-).split()
-_THINGS = (
-    "bicycle piano garden kitchen ticket laptop camera violin kayak lantern notebook teapot "
-    "backpack telescope guitar scooter"
-).split()
-_VERBS = "bought repaired painted borrowed sold shipped ordered returned visited booked".split()
-_ADJECTIVES = "red quiet heavy old narrow bright wooden small spare rented".split()
 
 
 def _facts(rng: random.Random, turn: int, count: int) -> str:

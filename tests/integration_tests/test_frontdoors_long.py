@@ -29,6 +29,10 @@ from tests.helpers import (
     expected_messages,
     user_turn,
 )
+from tests.helpers import FACT_NAMES as _NAMES
+from tests.helpers import FACT_PLACES as _PLACES
+from tests.helpers import FACT_THINGS as _THINGS
+from tests.helpers import FACT_VERBS as _VERBS
 
 
 @pytest.mark.slow
@@ -90,21 +94,6 @@ def _state_size(app: Any, cfg: RunnableConfig) -> int:
     saver = app.checkpointer
     checkpoint = saver.get_tuple(cfg).checkpoint
     return sum(len(saver.serde.dumps_typed(v)[1]) for v in checkpoint["channel_values"].values())
-
-
-_NAMES = (
-    "Alice Bruno Chiara Dmitri Elena Farid Greta Hiro Ines Jonas Kavya Lukas Mira Nadia Oscar "
-    "Priya Quinn Rosa Samir Tomasz Ulla Viktor Wanda Yusuf Zora"
-).split()
-_PLACES = (
-    "Lisbon Porto Oslo Kyoto Lima Dakar Quito Tunis Riga Cork Bergen Lyon Turin Krakow Malmo "
-    "Ghent Split Perth Hobart Nantes"
-).split()
-_THINGS = (
-    "bicycle piano garden kitchen ticket laptop camera violin kayak lantern notebook teapot "
-    "backpack telescope guitar scooter"
-).split()
-_VERBS = "bought repaired painted borrowed sold shipped ordered returned visited booked".split()
 
 
 def _fact_turn(i: int) -> str:
