@@ -139,6 +139,22 @@ _Hook = Annotated[
 ]
 
 
+def _is_penalty(value: Any) -> bool:
+    if value is None or value == "auto":
+        return True
+    return isinstance(value, int | float) and not isinstance(value, bool) and -2 <= value <= 2
+
+
+_Penalty = Annotated[
+    float | Literal["auto"] | None,
+    check_rule(
+        _is_penalty,
+        "a number from -2 to 2, 'auto' or None",
+        "Use 'auto' (1.0 for small models), e.g. 0.5, or None to send no penalty.",
+    ),
+]
+
+
 # --- models --------------------------------------------------------------------------------
 
 
@@ -198,6 +214,15 @@ class ModelSettings(OptionGroup):
     """Largest number of tokens the model may produce; None leaves the provider default."""
     top_p: float | None = Field(default=None, gt=0, le=1)
     """Nucleus sampling probability in (0, 1]; None leaves the provider default."""
+    frequency_penalty: _Penalty = "auto"
+    """Penalty on tokens by how often the reply already holds them (-2 to 2, OpenAI-style).
+
+    ``"auto"`` (the default) gives small models (a name stating at most 4B parameters, or a
+    model on a local server) ``1.0``, which keeps a 1.5B model from repeating one line until
+    its budget runs out, and leaves other models their provider default; a number is sent to
+    every model of the role; ``None`` sends nothing. ``"auto"`` skips models whose class has
+    no ``frequency_penalty`` setting; a number makes such a model's call fail naming this
+    option."""
 
 
 class ContinuationHints(OptionGroup):

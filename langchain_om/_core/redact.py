@@ -56,8 +56,14 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
         ),
         rf"\1\2{MASK}",
     ),
-    # long opaque tokens (JWTs, hex/base64 blobs of 32+ chars)
-    (re.compile(r"\b[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\b"), MASK),
+    # long opaque tokens (JWTs, hex/base64 blobs of 32+ chars); a dotted name in lower case
+    # (an option path such as observation.model_settings.max_output_tokens) is no token
+    (
+        re.compile(
+            r"\b(?=[\w.\-]*[A-Z0-9])[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\b"
+        ),
+        MASK,
+    ),
     (re.compile(r"\b[A-Za-z0-9+/_\-]{40,}={0,2}"), MASK),
 )
 

@@ -440,6 +440,11 @@ TABLE: list[Changes | Refused] = [
         _obs(model_settings={"max_output_tokens": 300}),  # below the output budget
     ),
     Changes("observation.model_settings.top_p", {}, _obs(model_settings={"top_p": 0.5})),
+    Changes(
+        "observation.model_settings.frequency_penalty",
+        {},
+        _obs(model_settings={"frequency_penalty": 0.5}),
+    ),
     Changes("observation.provider_options", {}, _obs(provider_options={"seed": 7})),
     Changes("observation.buffer_tokens", {}, _obs(buffer_tokens=False)),
     Changes("observation.buffer_on_idle", {}, _obs(buffer_on_idle=True), Script(standalone=True)),
@@ -519,6 +524,11 @@ TABLE: list[Changes | Refused] = [
         _ref(model_settings={"max_output_tokens": 300}),  # below the output budget
     ),
     Changes("reflection.model_settings.top_p", {}, _ref(model_settings={"top_p": 0.5})),
+    Changes(
+        "reflection.model_settings.frequency_penalty",
+        {},
+        _ref(model_settings={"frequency_penalty": 0.5}),
+    ),
     Changes("reflection.provider_options", {}, _ref(provider_options={"seed": 7})),
     Changes("reflection.buffer_activation", {}, _ref(buffer_activation=0.9), REFLECT_BUFFER),
     Changes(
