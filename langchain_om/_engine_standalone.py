@@ -113,7 +113,9 @@ class StandaloneCalls:
         """Append ``messages`` to the thread and run a threshold-driven step (like an agent).
 
         ``messages`` may be anything ``convert_to_messages`` accepts: message objects,
-        ``("user", "hi")`` tuples, ``{"role": ..., "content": ...}`` dicts or strings.
+        ``("user", "hi")`` tuples, ``{"role": ..., "content": ...}`` dicts or strings. A message
+        without an id is stored as a copy with a fresh one (``str(uuid4())``, as LangGraph's
+        reducer gives), which every later read shows; a message with a known id replaces it.
         ``actor_model`` is the agent's chat model or ``provider/model``, when not the engine's.
         """
         plan = self._step_plan(thread_id, resource_id, messages, actor_model, trigger="turn-sync")
@@ -142,7 +144,8 @@ class StandaloneCalls:
         """Observe now: add ``messages`` (if any) and observe the thread's window.
 
         ``messages`` may be anything ``convert_to_messages`` accepts (message objects,
-        ``("user", "hi")`` tuples, role/content dicts, strings).
+        ``("user", "hi")`` tuples, role/content dicts, strings); id-less ones are given ids as
+        :meth:`add_messages` gives them.
 
         With ``force=True`` (the default) the window is observed below the threshold too,
         current turn included (the safe cut nearest the end: a tool call is never separated

@@ -311,7 +311,9 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
 
         Args:
             thread_id: the conversation.
-            window: its unobserved messages, oldest first.
+            window: its unobserved messages, oldest first. A message without an id is
+                given one (on a copy in ``outcome.window``): pass the outcome's window to the
+                next step, so the work buffered over it is found again.
             **options: see :class:`StepOptions` (``record``, ``resource_id``, ``emit``,
                 ``actor_model``, ...).
         """

@@ -76,7 +76,11 @@ class ObservationalChatMessageHistory(BaseChatMessageHistory):
         )
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        """Append ``messages`` and run the OM step (observes when over the threshold)."""
+        """Append ``messages`` and run the OM step (observes when over the threshold).
+
+        A message without an id (``add_user_message``, ``add_ai_message``) is stored as a copy
+        with a fresh id, the same on every later read of :attr:`messages`.
+        """
         self.memory.add_messages(
             self.thread_id, messages, resource_id=self.resource_id, actor_model=self.actor_model
         )

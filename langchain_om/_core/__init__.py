@@ -39,6 +39,7 @@ Modules:
     transforms: what the transform hooks' results mean; the archive's transformed view.
     floor: the keep_last_messages floor on what leaves the window.
     line_edits: observation line ids, the memory tool's edits and the marks that make them stick.
+    message_ids: every kept message carries an id (fresh ones for id-less messages, copied).
     bounds: size bounds on text no Observer reply was judged for (tool edits, extracted values).
     preamble: a custom preamble template: its placeholders, checks and blocks.
     schemas: schema extractors' schemas, prompt and value validation.

@@ -27,6 +27,7 @@ from langchain_om._core.line_edits import (
     same_mark,
     without_forgotten,
 )
+from langchain_om._core.message_ids import window_ids
 from langchain_om._core.record import append_observations, make_group, new_id, stable_id
 from langchain_om._core.reflector import apply_reflection, buffered_reflection_target
 from langchain_om._core.types import OMRecord
@@ -131,7 +132,7 @@ def buffer_plan(
                 raw=parsed.raw,
                 reason="ungrounded",
             )
-        ids = [m.id or "" for m in taken]
+        ids = window_ids(taken)
         hints = (
             ("current_task", parsed.current_task),
             ("suggested_response", parsed.suggested_response),

@@ -25,6 +25,7 @@ from langchain_om._core.dates import iso
 from langchain_om._core.grounding import Sources
 from langchain_om._core.invented import drop_invented_tool_lines
 from langchain_om._core.line_edits import without_forgotten
+from langchain_om._core.message_ids import window_ids
 from langchain_om._core.observer import (
     ObserverOutput,
     build_observer_messages,
@@ -487,7 +488,7 @@ def observe_plan(
         found.merge(
             (yield from extract_plan(env, ctx, env.extractors, text, extracted, role="observer"))
         )
-        ids = [m.id or "" for m in taken]
+        ids = window_ids(taken)
         group = make_group(
             text=text,
             tokens=env.counter.count_text(text) if text else 0,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from langchain_core.messages import BaseMessage
 
 from langchain_om._core.dates import iso
+from langchain_om._core.message_ids import stored_with_ids, with_ids
 from langchain_om._core.record import check_owner, coerce_record, new_record
 from langchain_om._core.types import OMRecord
 from langchain_om._plans.effects import Plan, StoreBatch
@@ -66,14 +67,16 @@ def merge_messages(window: list[BaseMessage], messages: Sequence[BaseMessage]) -
 
     A message whose id is already in the window replaces it in place (an edit); any other
     message is appended, including a re-sent id that was observed already: it is observed
-    again, as the edit it is, and the archive keeps both versions in order.
+    again, as the edit it is, and the archive keeps both versions in order. A message without
+    an id is appended as a copy with a fresh one (as the reducer does, without changing the
+    caller's object): the stored window keeps it, so buffered work covering it is found again.
     """
     where = {m.id: i for i, m in enumerate(window) if m.id}
-    for message in messages:
-        index = where.get(message.id) if message.id else None
+    for message in with_ids(messages):
+        key = str(message.id)  # every message has one now
+        index = where.get(key)
         if index is None:
-            if message.id:
-                where[message.id] = len(window)
+            where[key] = len(window)
             window.append(message)
         else:
             window[index] = message
@@ -92,8 +95,10 @@ def load_plan(
     """
     yield from migrate_legacy_plan(thread_id, resource_id)
     item, pin = yield StoreBatch([state_get_op(thread_id), title_pin_get_op(thread_id)])
-    record_data, window = unpack_state(item)
+    record_data, stored = unpack_state(item)
     record = coerce_record(record_data)
+    first_seq = record["observed_message_count"] if record is not None else 0
+    window = stored_with_ids(stored, thread_id=thread_id, first_seq=first_seq)
     if record is not None:
         check_owner(record["resource_id"], thread_id=thread_id, resource_id=resource_id)
     if messages:

@@ -26,6 +26,7 @@ from langchain_om._core.backoff import BackoffState, decide_attempt
 from langchain_om._core.dates import iso, stamp_messages
 from langchain_om._core.floor import floor_chunks, floor_cut
 from langchain_om._core.line_edits import LOG_EDIT_KEY, same_mark
+from langchain_om._core.message_ids import with_ids
 from langchain_om._core.record import new_record
 from langchain_om._core.reflector import select_reflection_slice, should_reflect
 from langchain_om._core.thresholds import (
@@ -201,6 +202,7 @@ def _new_record(env: TurnEnv, inp: TurnInput, now: datetime) -> OMRecord:
 def turn_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
     """One step (see the module docstring)."""
     if env.config.scope == "resource" and env.config.enabled:  # one log per resource
+        inp = replace(inp, window=with_ids(inp.window))
         return (yield from cast("Plan[TurnOutcome]", resource_turn_plan(env, inp)))
     now = env.now()
     out = TurnOutcome(record=_new_record(env, inp, now), window=list(inp.window))
@@ -208,6 +210,7 @@ def turn_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
         return out
     if env.config.read_only:
         return (yield from read_only_plan(inp, out))
+    out.window = with_ids(out.window)  # chunks and groups find their messages by id
     step = yield from _prepare(_Step(env, inp, out, now))
     if inp.allow_observe:
         yield from _activate_due(step)
@@ -598,6 +601,7 @@ def idle_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
     out = TurnOutcome(record=_new_record(env, inp, env.now()), window=list(inp.window))
     if not env.config.buffering_enabled or env.running(obs_key(inp.thread_id)):
         return out
+    out.window = with_ids(out.window)
     buffered = yield from _load_buffered(out.record, out.window)
     if _backing_off(buffered.buffer_failed, env.now()):
         return out
