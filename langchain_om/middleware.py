@@ -19,7 +19,7 @@ import threading
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Annotated, Any, NotRequired, cast
+from typing import Annotated, Any, Literal, NotRequired, cast
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
 from langchain.agents.middleware.types import (
@@ -34,6 +34,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from langchain_om._core.render import text_parts
 from langchain_om._engine_io import EndTurnOptions
 from langchain_om._plans.graph_state import (
     memory_enabled,
@@ -45,8 +46,12 @@ from langchain_om._plans.graph_state import (
 )
 from langchain_om._plans.types import TurnOutcome
 from langchain_om._run_store import run_checkpointer, run_store
+from langchain_om._shortcuts import BufferTokens, Threshold
+from langchain_om.config import RetrievalConfig
 from langchain_om.engine import ObservationalMemory
+from langchain_om.errors import OMConfigError
 from langchain_om.events import OMEvent
+from langchain_om.models import ModelSpec
 
 __all__ = ["ObservationalMemoryMiddleware", "ObservationalMemoryState"]
 
@@ -86,27 +91,78 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
     ``observation.buffer_on_idle`` an ``after_agent`` hook buffers the rest at turn end;
     without it the agent has no ``after_agent`` node either.
 
+    Build it on a memory (``ObservationalMemoryMiddleware(memory)``) or alone from the
+    memory's options: with no ``memory``, the
+    keyword arguments are those of :class:`~langchain_om.ObservationalMemory` (``model``,
+    ``message_tokens``, ``observation_tokens``, ``buffer_tokens``, ``scope``, ``retrieval``,
+    any other option, ``store=``, ...), and the memory it builds is :attr:`memory`.
+
     Args:
-        memory: the engine.
+        memory: the engine; ``None`` builds one from the keyword arguments.
+        model: the Observer's and Reflector's model (as for ``ObservationalMemory``).
+        message_tokens: unobserved-message tokens that trigger observation.
+        observation_tokens: observation tokens that trigger reflection.
+        buffer_tokens: background buffering interval; ``False`` turns it off.
+        scope: ``"thread"`` or ``"resource"``.
+        retrieval: ``True`` or a dict: the ``recall`` tool (added to the agent's tools).
         name: the middleware name (override to use two instances in one agent).
+        **options: the other options and engine arguments of ``ObservationalMemory``.
+
+    Raises:
+        OMConfigError: ``memory`` and options were both given (options belong to the memory).
     """
 
     state_schema = ObservationalMemoryState
+    _built: ObservationalMemory
+    """The memory ``__new__`` built or was given, taken by ``__init__``."""
 
-    def __new__(cls, memory: ObservationalMemory, *, name: str | None = None) -> Any:
-        """With ``observation.buffer_on_idle``, an instance that also has ``after_agent``.
+    def __new__(
+        cls,
+        memory: ObservationalMemory | None = None,
+        *,
+        model: ModelSpec = None,
+        message_tokens: Threshold | None = None,
+        observation_tokens: Threshold | None = None,
+        buffer_tokens: BufferTokens | None = None,
+        scope: Literal["thread", "resource"] | None = None,
+        retrieval: bool | RetrievalConfig | dict[str, Any] | None = None,
+        name: str | None = None,
+        **options: Any,
+    ) -> Any:
+        """Build (or take) the memory; with ``buffer_on_idle``, also have ``after_agent``.
 
         ``create_agent`` adds a graph node (and a checkpoint every turn) for each middleware
         whose class defines ``after_agent``; the hook only has work to do with
-        ``buffer_on_idle``, so only then is it there.
+        ``buffer_on_idle``, so only then is it there. The memory is built here, once, and
+        ``__init__`` takes it.
         """
-        if cls is ObservationalMemoryMiddleware and memory.config.observation.buffer_on_idle:
+        options |= {"model": model, "scope": scope, "retrieval": retrieval}
+        options |= {"message_tokens": message_tokens, "buffer_tokens": buffer_tokens}
+        built = _memory_of(memory, {**options, "observation_tokens": observation_tokens})
+        if cls is ObservationalMemoryMiddleware and built.config.observation.buffer_on_idle:
             cls = _IdleBufferingMiddleware
-        return super().__new__(cls)
+        instance = super().__new__(cls)
+        instance._built = built
+        return instance
 
-    def __init__(self, memory: ObservationalMemory, *, name: str | None = None) -> None:
+    def __init__(
+        self,
+        memory: ObservationalMemory | None = None,
+        *,
+        model: ModelSpec = None,
+        message_tokens: Threshold | None = None,
+        observation_tokens: Threshold | None = None,
+        buffer_tokens: BufferTokens | None = None,
+        scope: Literal["thread", "resource"] | None = None,
+        retrieval: bool | RetrievalConfig | dict[str, Any] | None = None,
+        name: str | None = None,
+        **options: Any,
+    ) -> None:
         super().__init__()
-        self.memory = memory
+        memory = self._built  # what __new__ built from these arguments (or was given)
+        del self._built
+        self.memory: ObservationalMemory = memory
+        """The engine: ``status``, ``get_context``, ``checkpointer``, ``store``, ..."""
         memory.counter.prefetch()  # the tokenizer loads while the agent is built, not in turn 1
         self._name = name
         self.tools = list(memory.tools)
@@ -207,7 +263,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             blocks.extend(
                 [{"type": "text", "text": content}] if isinstance(content, str) else content
             )
-        blocks.extend({"type": "text", "text": b} for b in context.blocks)
+        blocks.extend(text_parts(context.blocks, first=not blocks))
         return request.override(system_message=SystemMessage(content=blocks))
 
     def _overflow_args(self, request: ModelRequest, prepared: _Prepared) -> dict[str, Any]:
@@ -310,6 +366,33 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         prepared = self._recovered(request, prepared, recovery)
         await self.memory.akeep_state(prepared.update, request.state, store=store)
         return self._response(await handler(self._sent(request, prepared)), prepared)
+
+
+def _memory_of(memory: Any, options: Mapping[str, Any]) -> ObservationalMemory:
+    """``memory``, or the memory ``options`` describe when it is ``None``.
+
+    Raises:
+        OMConfigError: both were given, or ``memory`` is not an ``ObservationalMemory``.
+    """
+    given = sorted(k for k, v in options.items() if v is not None)
+    if memory is None:
+        return ObservationalMemory(**options)
+    if not isinstance(memory, ObservationalMemory):
+        raise OMConfigError(
+            f"ObservationalMemoryMiddleware takes an ObservationalMemory, not "
+            f"{type(memory).__name__}. Pass memory options as keyword arguments instead: "
+            "ObservationalMemoryMiddleware(model=..., message_tokens=...).",
+            option="memory",
+        )
+    if given:
+        raise OMConfigError(
+            f"ObservationalMemoryMiddleware got a memory and options for it "
+            f"({', '.join(given)}): the memory is built already. Give those options to "
+            "ObservationalMemory(...), or drop the memory and let the middleware build it "
+            "from them.",
+            option=given[0],
+        )
+    return memory
 
 
 def _run_config() -> Mapping[str, Any]:
