@@ -2,15 +2,17 @@
 
 Example:
     >>> from langchain.agents import create_agent
-    >>> from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
+    >>> from langchain_om import ObservationalMemoryMiddleware
     >>> from langchain_om.testing import ScriptedChatModel
-    >>> memory = ObservationalMemory(model=ScriptedChatModel(script=["* 🔴 (09:00) hi"]))
+    >>> memory = ObservationalMemoryMiddleware(
+    ...     model=ScriptedChatModel(script=["* 🔴 (09:00) hi"]), message_tokens=20_000)
     >>> agent = create_agent(ScriptedChatModel(script=["Hello!"]), [],
-    ...     middleware=[ObservationalMemoryMiddleware(memory)],
-    ...     checkpointer=memory.checkpointer, store=memory.store)
+    ...     middleware=[memory], checkpointer=memory.checkpointer)
     >>> out = agent.invoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": "t1"}})
     >>> out["messages"][-1].content
     'Hello!'
+    >>> memory.memory.status(thread_id="t1").source
+    'checkpoint'
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from langchain.agents.middleware.types import (
 )
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AnyMessage, RemoveMessage, SystemMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
@@ -184,8 +187,9 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         warnings.warn(
             "ObservationalMemoryMiddleware is running in an agent without a checkpointer: "
             "memory lives in the agent's state, which is gone after each invoke, so nothing is "
-            "remembered. Pass checkpointer=memory.checkpointer and store=memory.store to "
-            "create_agent (LangGraph Platform and `langgraph dev` provide their own).",
+            "remembered. Pass checkpointer=memory.checkpointer to create_agent (memory's own; "
+            "the middleware's .checkpointer is the same), or any checkpointer (LangGraph "
+            "Platform and `langgraph dev` provide their own).",
             UserWarning,
             stacklevel=3,
         )
@@ -194,6 +198,16 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
     def name(self) -> str:
         """Middleware name used for its graph nodes."""
         return self._name or type(self).__name__
+
+    @property
+    def checkpointer(self) -> BaseCheckpointSaver[Any]:
+        """The memory's checkpointer, for ``create_agent(..., checkpointer=...)``.
+
+        Any checkpointer keeps the agent's memory (it lives in the agent's state); with this
+        one, ``memory.status()``, ``get_context()`` and ``langchain-om inspect`` read the
+        agent's threads too. The agent needs no ``store=``: without one, memory uses its own.
+        """
+        return self.memory.checkpointer
 
     def _step_args(
         self, state: dict[str, Any], runtime: Runtime[Any], record: Any

@@ -176,7 +176,10 @@ def test_the_middleware_alone_is_the_whole_setup() -> None:
     assert memory.config.observation.message_tokens == 400
     assert [t.name for t in middleware.tools] == ["recall"]
     actor = _actor()
-    agent: Any = create_agent(actor, [], middleware=[middleware], checkpointer=InMemorySaver())
+    assert middleware.checkpointer is memory.checkpointer
+    agent: Any = create_agent(
+        actor, [], middleware=[middleware], checkpointer=middleware.checkpointer
+    )
     config: RunnableConfig = {"configurable": {"thread_id": "garden"}}
     for i in range(6):
         agent.invoke({"messages": [HumanMessage(f"Turn {i}: my tomatoes need water " * 5)]}, config)
@@ -185,6 +188,19 @@ def test_the_middleware_alone_is_the_whole_setup() -> None:
     assert memory.archived_messages("garden"), "the archive is in the middleware's memory store"
     sent = actor.calls[-1].messages
     assert isinstance(sent[0], SystemMessage) and "<observations>" in sent[0].text
+    snap = memory.status(thread_id="garden")  # memory reads the agent's thread
+    assert snap.source == "checkpoint" and snap.record["groups"] == record["groups"]
+
+
+def test_any_checkpointer_keeps_the_middlewares_memory() -> None:
+    middleware = ObservationalMemoryMiddleware(
+        model=memory_model(), message_tokens=400, buffer_tokens=False, clock=lambda: FIXED
+    )
+    agent: Any = create_agent(_actor(), [], middleware=[middleware], checkpointer=InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "garden"}}
+    for i in range(6):
+        agent.invoke({"messages": [HumanMessage(f"Turn {i}: my tomatoes need water " * 5)]}, config)
+    assert middleware.memory.read_state(agent.get_state(config).values)["groups"]
 
 
 def test_the_middleware_on_a_memory_still_works_and_refuses_options_too() -> None:
