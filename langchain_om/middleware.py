@@ -95,10 +95,12 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
     without it the agent has no ``after_agent`` node either.
 
     Build it on a memory (``ObservationalMemoryMiddleware(memory)``) or alone from the
-    memory's options: with no ``memory``, the
-    keyword arguments are those of :class:`~langchain_om.ObservationalMemory` (``model``,
-    ``message_tokens``, ``observation_tokens``, ``buffer_tokens``, ``scope``, ``retrieval``,
-    any other option, ``store=``, ...), and the memory it builds is :attr:`memory`.
+    memory's options: with no ``memory``, the keyword arguments are those of
+    :class:`~langchain_om.ObservationalMemory` (``model``, ``message_tokens``,
+    ``observation_tokens``, ``buffer_tokens``, ``scope``, ``retrieval``, any other option,
+    ``store=``, ...), and the memory it builds is :attr:`memory`. Either way
+    ``create_agent(model, tools, middleware=[mw], checkpointer=mw.checkpointer)`` is the whole
+    setup.
 
     Args:
         memory: the engine; ``None`` builds one from the keyword arguments.
@@ -139,9 +141,15 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         ``buffer_on_idle``, so only then is it there. The memory is built here, once, and
         ``__init__`` takes it.
         """
-        options |= {"model": model, "scope": scope, "retrieval": retrieval}
-        options |= {"message_tokens": message_tokens, "buffer_tokens": buffer_tokens}
-        built = _memory_of(memory, {**options, "observation_tokens": observation_tokens})
+        typed: dict[str, Any] = {
+            "model": model,
+            "message_tokens": message_tokens,
+            "observation_tokens": observation_tokens,
+            "buffer_tokens": buffer_tokens,
+            "scope": scope,
+            "retrieval": retrieval,
+        }
+        built = _memory_of(memory, {**options, **typed})
         if cls is ObservationalMemoryMiddleware and built.config.observation.buffer_on_idle:
             cls = _IdleBufferingMiddleware
         instance = super().__new__(cls)
