@@ -1,16 +1,17 @@
-"""Drop-in chat history: ``ObservationalChatMessageHistory`` with ``RunnableWithMessageHistory``.
+"""Chat history: ``ObservationalChatMessageHistory`` read and written around each model call.
 
-Old turns become observations, so the history the chain sees stays small. Runs offline in
-seconds with scripted models.
+Old turns become observations, so the history the model sees stays small. The history object
+is used directly (LangChain deprecated ``RunnableWithMessageHistory``; for an agent, use
+``create_agent`` with ``ObservationalMemoryMiddleware`` and a checkpointer, see
+``examples/agent.py``). Runs offline in seconds with scripted models.
 
     python examples/chat_history.py
 """
 
 from __future__ import annotations
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
-from langchain_core.runnables.history import RunnableWithMessageHistory
 
 from langchain_om import ObservationalChatMessageHistory, ObservationalMemory
 from langchain_om.display import render_text
@@ -23,22 +24,20 @@ def reply(messages: list[BaseMessage], info: RecordedCall) -> str:
 
 memory = ObservationalMemory(
     model=memory_model(),  # the Observer and Reflector (scripted here)
-    observation={"message_tokens": 200},
-    reflection={"observation_tokens": 300},
+    message_tokens=200,
+    observation_tokens=300,
 )
 prompt = ChatPromptTemplate.from_messages(
     [("system", "You are a helpful assistant."), MessagesPlaceholder("history"), ("human", "{q}")]
 )
-chain = RunnableWithMessageHistory(
-    prompt | FunctionChatModel(function=reply),
-    lambda session_id: ObservationalChatMessageHistory(memory, thread_id=session_id),
-    input_messages_key="q",
-    history_messages_key="history",
-)
+chain = prompt | FunctionChatModel(function=reply)
+history = ObservationalChatMessageHistory(memory, thread_id="maya")
 
-config = {"configurable": {"session_id": "maya"}}
 for i in range(1, 13):
-    answer = chain.invoke({"q": f"Remember item {i}: the code for box {i} is {i * 111}."}, config)
+    question = f"Remember item {i}: the code for box {i} is {i * 111}."
+    # the history holds memory (a system message) and the unobserved messages
+    answer = chain.invoke({"history": history.messages, "q": question})
+    history.add_messages([HumanMessage(question), answer])  # observes when over the threshold
 print("last answer:", answer.text)
 memory.close()  # waits for background observation work
 

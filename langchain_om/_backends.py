@@ -1,4 +1,4 @@
-"""The storage ``from_sqlite``, ``from_postgres`` and ``afrom_postgres`` open for memory.
+"""The storage ``from_sqlite`` (``afrom_sqlite``), ``from_postgres`` and ``afrom_postgres`` open.
 
 Each opener returns an :class:`OpenedStorage`: the checkpointer, the store (indexed over the
 ``embeddings`` given), the thread lock that fits the backend, and how to close what was opened
@@ -8,6 +8,7 @@ Each opener returns an :class:`OpenedStorage`: the checkpointer, the store (inde
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Self
@@ -154,6 +155,26 @@ class OpensStorage:
             **kwargs: options and engine arguments, as for :class:`ObservationalMemory`.
         """
         return cls._on(open_sqlite_storage(path, embeddings), kwargs)
+
+    @classmethod
+    async def afrom_sqlite(
+        cls, path: str, /, *, embeddings: EmbeddingsSpec | None = None, **kwargs: Any
+    ) -> Self:
+        """Async twin of :meth:`from_sqlite`: the same memory, built off the event loop.
+
+        Opening the file, running its migrations and building the memory block, so they run
+        on a worker thread (servers such as ``langgraph dev`` forbid blocking calls in their
+        loop). The memory serves sync and async code alike; close it with ``memory.close()``,
+        ``await memory.aclose()`` or ``async with memory:``.
+
+        Args:
+            path: the SQLite file (created if missing).
+            embeddings: as for :meth:`from_sqlite`.
+            **kwargs: options and engine arguments, as for :class:`ObservationalMemory`.
+        """
+        return await asyncio.to_thread(
+            functools.partial(cls.from_sqlite, path, embeddings=embeddings, **kwargs)
+        )
 
     @classmethod
     def from_postgres(

@@ -34,7 +34,7 @@ from langchain_om._plans.standalone import ThreadState
 from langchain_om._plans.types import TurnEnv, TurnOutcome
 from langchain_om.display import render_html
 from langchain_om.errors import OMUsageError
-from langchain_om.events import OMEvent, StatusEvent
+from langchain_om.events import OMEvent, StatusEvent, WindowUsage
 from langchain_om.locks import ThreadLock, hold_async
 
 _T = TypeVar("_T")
@@ -125,8 +125,35 @@ class ThreadSnapshot:
         """The extractors' values (schema extractors' as validated JSON), by key path."""
         return dict(self.record["extracted"])
 
+    def __repr__(self) -> str:
+        """One short line: ids, counts and tokens, never the thread's text.
+
+        The messages, the log and the context are one attribute away (``window``,
+        ``observations``, ``context.text``); ``print(snapshot)`` and a REPL show this line.
+        """
+        status = self.status
+        groups = self.record["groups"]
+        lines = sum(
+            1
+            for group in groups
+            for line in group["text"].splitlines()
+            if line.strip() and not line.lstrip().startswith("Date:")
+        )
+        checkpoint = f", checkpoint_id={self.checkpoint_id!r}" if self.checkpoint_id else ""
+        return (
+            f"ThreadSnapshot(thread_id={self.thread_id!r}, source={self.source!r}{checkpoint}, "
+            f"messages={len(self.window)} ({_tokens(status.messages)}), "
+            f"observations={lines} lines in {len(groups)} groups "
+            f"({_tokens(status.observations)}), generation={status.generation_count})"
+        )
+
     def _repr_html_(self) -> str:
         return render_html(self)
+
+
+def _tokens(usage: WindowUsage) -> str:
+    """``"1200/30000 tokens"``: a window's tokens against its threshold."""
+    return f"{usage.tokens}/{usage.threshold} tokens"
 
 
 @dataclass(frozen=True)

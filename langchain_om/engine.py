@@ -10,6 +10,7 @@ the store so the engine works with no graph at all (they live in
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, Unpack
@@ -55,9 +56,10 @@ from langchain_om._plans.working_memory import (
 )
 from langchain_om._role_models import RoleModels
 from langchain_om._run_store import load_tokenizer
+from langchain_om._shortcuts import BufferTokens, Threshold, fold_shortcuts
 from langchain_om._spec_check import check_engine_args
 from langchain_om._store_index import EmbeddingsSpec, check_vector_store, default_store
-from langchain_om.config import ObservationalMemoryConfig
+from langchain_om.config import ObservationalMemoryConfig, RetrievalConfig
 from langchain_om.errors import OMConfigError, OMUsageError
 from langchain_om.events import OMEvent
 from langchain_om.extractors import (
@@ -66,6 +68,7 @@ from langchain_om.extractors import (
     with_archive_summary,
 )
 from langchain_om.locks import LocalThreadLock, ThreadLock
+from langchain_om.models import ModelSpec
 from langchain_om.retry import RetryPolicy
 from langchain_om.tools import create_memory_tool, create_recall_code_tool, create_recall_tool
 
@@ -77,11 +80,30 @@ __all__ = ["EndTurnOptions", "ObservationalMemory", "StepOptions", "ThreadSnapsh
 class ObservationalMemory(OpensStorage, StandaloneCalls):
     """Observational Memory: an Observer and a Reflector that keep a conversation small.
 
+    The options set most often are keyword arguments of their own (``model``,
+    ``message_tokens``, ``observation_tokens``, ``buffer_tokens``, ``scope``, ``retrieval``);
+    every other option is a keyword argument of the config (``observation={...}``,
+    ``read_only=True``, ``hooks=...``).
+
     Args:
         options: a config object, a dict (snake_case or Mastra camelCase keys), ``True`` or
             ``False``; keyword arguments override it (``model=``, ``observation=``,
             ``reflection=``, ``scope=``, ``retrieval=``, ``hooks=``, …, see
             :class:`~langchain_om.config.ObservationalMemoryConfig`).
+        model: the Observer's and Reflector's model: ``"provider/model"``, a chat model, a
+            callable, ``ModelByInputTokens`` or a list of ``ModelWithRetries`` (default: the
+            first default that can run here).
+        message_tokens: unobserved-message tokens that trigger observation
+            (``observation.message_tokens``, 30 000), or ``("fraction", 0.4)`` of the agent
+            model's context window.
+        observation_tokens: observation tokens that trigger reflection
+            (``reflection.observation_tokens``, 40 000), or a fraction as above.
+        buffer_tokens: observe ahead in the background every this share of the threshold
+            (``observation.buffer_tokens``, 0.2) or these tokens; ``False`` turns buffering off.
+        scope: ``"thread"`` (one log per conversation, the default) or ``"resource"`` (one
+            log shared by a user's threads).
+        retrieval: ``True`` or ``{"vector": True, ...}`` keeps source ranges and gives the
+            agent the ``recall`` tool (off in thread scope, on in resource scope).
         store: the ``BaseStore`` for the archive and standalone state (in-memory when omitted).
         checkpointer: the checkpointer for graphs built with this memory (in-memory when
             omitted).
@@ -111,6 +133,9 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
         >>> memory = ObservationalMemory(model=ScriptedChatModel(script=["* 🔴 (09:00) hi"]))
         >>> memory.config.observation.message_tokens
         30000
+        >>> small = ObservationalMemory(model=memory.config.model, message_tokens=20_000)
+        >>> small.config.observation.message_tokens
+        20000
     """
 
     def __init__(
@@ -118,6 +143,12 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
         options: ObservationalMemoryConfig | dict[str, Any] | bool | None = None,
         /,
         *,
+        model: ModelSpec = None,
+        message_tokens: Threshold | None = None,
+        observation_tokens: Threshold | None = None,
+        buffer_tokens: BufferTokens | None = None,
+        scope: Literal["thread", "resource"] | None = None,
+        retrieval: bool | RetrievalConfig | dict[str, Any] | None = None,
         store: BaseStore | None = None,
         checkpointer: BaseCheckpointSaver[Any] | None = None,
         token_counter: TokenCounter | MessageCounter | Literal["approximate"] | None = None,
@@ -132,6 +163,15 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
         embeddings: EmbeddingsSpec | None = None,
         **kwargs: Any,
     ) -> None:
+        kwargs = fold_shortcuts(
+            kwargs,
+            model=model,
+            message_tokens=message_tokens,
+            observation_tokens=observation_tokens,
+            buffer_tokens=buffer_tokens,
+            scope=scope,
+            retrieval=retrieval,
+        )
         self.config = with_default_model(ObservationalMemoryConfig.coerce(options, **kwargs))
         check_engine_args(self.config, timezone=timezone, clock=clock, background=background)
         self.store: BaseStore = default_store(store, embeddings)
@@ -212,7 +252,7 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
 
     async def aclose(self) -> None:
         """Async twin of :meth:`close` (also closes storage from :meth:`afrom_postgres`)."""
-        await self.await_background()
+        await self.await_for_background()
         for storage in [s for s in self._opened if s.is_async]:
             self._opened.remove(storage)
             await storage.aclose()
@@ -376,15 +416,28 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
         """Block until in-flight background work started from sync code has finished.
 
         For tests, scripts, notebooks and shutdown. Work started from async code runs on its
-        event loop: use :meth:`await_background` there.
+        event loop: use :meth:`await_for_background` there.
         """
         for key in self._background.keys():
             self._background.wait(key, timeout)
 
-    async def await_background(self, timeout: float | None = None) -> None:
-        """Wait for all in-flight background work (sync- or async-started)."""
+    async def await_for_background(self, timeout: float | None = None) -> None:
+        """Async twin of :meth:`wait_for_background`: wait for all in-flight background work.
+
+        Waits for work started from sync code (worker threads) and from async code (tasks).
+        """
         for key in self._background.keys():
             await self._background.await_key(key, timeout)
+
+    async def await_background(self, timeout: float | None = None) -> None:
+        """Deprecated name of :meth:`await_for_background` (emits ``DeprecationWarning``)."""
+        warnings.warn(
+            "ObservationalMemory.await_background() is deprecated: use "
+            "await_for_background(), the async twin of wait_for_background().",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        await self.await_for_background(timeout)
 
     @property
     def tools(self) -> list[BaseTool]:

@@ -2,15 +2,17 @@
 
 Example:
     >>> from langchain.agents import create_agent
-    >>> from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
+    >>> from langchain_om import ObservationalMemoryMiddleware
     >>> from langchain_om.testing import ScriptedChatModel
-    >>> memory = ObservationalMemory(model=ScriptedChatModel(script=["* 🔴 (09:00) hi"]))
+    >>> memory = ObservationalMemoryMiddleware(
+    ...     model=ScriptedChatModel(script=["* 🔴 (09:00) hi"]), message_tokens=20_000)
     >>> agent = create_agent(ScriptedChatModel(script=["Hello!"]), [],
-    ...     middleware=[ObservationalMemoryMiddleware(memory)],
-    ...     checkpointer=memory.checkpointer, store=memory.store)
+    ...     middleware=[memory], checkpointer=memory.checkpointer)
     >>> out = agent.invoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": "t1"}})
     >>> out["messages"][-1].content
     'Hello!'
+    >>> memory.memory.status(thread_id="t1").source
+    'checkpoint'
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import threading
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Annotated, Any, NotRequired, cast
+from typing import Annotated, Any, Literal, NotRequired, cast
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
 from langchain.agents.middleware.types import (
@@ -29,11 +31,13 @@ from langchain.agents.middleware.types import (
 )
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AnyMessage, RemoveMessage, SystemMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from langchain_om._core.render import text_parts
 from langchain_om._engine_io import EndTurnOptions
 from langchain_om._plans.graph_state import (
     memory_enabled,
@@ -45,8 +49,12 @@ from langchain_om._plans.graph_state import (
 )
 from langchain_om._plans.types import TurnOutcome
 from langchain_om._run_store import run_checkpointer, run_store
+from langchain_om._shortcuts import BufferTokens, Threshold
+from langchain_om.config import RetrievalConfig
 from langchain_om.engine import ObservationalMemory
+from langchain_om.errors import OMConfigError
 from langchain_om.events import OMEvent
+from langchain_om.models import ModelSpec
 
 __all__ = ["ObservationalMemoryMiddleware", "ObservationalMemoryState"]
 
@@ -86,27 +94,86 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
     ``observation.buffer_on_idle`` an ``after_agent`` hook buffers the rest at turn end;
     without it the agent has no ``after_agent`` node either.
 
+    Build it on a memory (``ObservationalMemoryMiddleware(memory)``) or alone from the
+    memory's options: with no ``memory``, the keyword arguments are those of
+    :class:`~langchain_om.ObservationalMemory` (``model``, ``message_tokens``,
+    ``observation_tokens``, ``buffer_tokens``, ``scope``, ``retrieval``, any other option,
+    ``store=``, ...), and the memory it builds is :attr:`memory`. Either way
+    ``create_agent(model, tools, middleware=[mw], checkpointer=mw.checkpointer)`` is the whole
+    setup.
+
     Args:
-        memory: the engine.
+        memory: the engine; ``None`` builds one from the keyword arguments.
+        model: the Observer's and Reflector's model (as for ``ObservationalMemory``).
+        message_tokens: unobserved-message tokens that trigger observation.
+        observation_tokens: observation tokens that trigger reflection.
+        buffer_tokens: background buffering interval; ``False`` turns it off.
+        scope: ``"thread"`` or ``"resource"``.
+        retrieval: ``True`` or a dict: the ``recall`` tool (added to the agent's tools).
         name: the middleware name (override to use two instances in one agent).
+        **options: the other options and engine arguments of ``ObservationalMemory``.
+
+    Raises:
+        OMConfigError: ``memory`` and options were both given (options belong to the memory).
     """
 
     state_schema = ObservationalMemoryState
+    _built: ObservationalMemory
+    """The memory ``__new__`` built or was given, taken by ``__init__``."""
 
-    def __new__(cls, memory: ObservationalMemory, *, name: str | None = None) -> Any:
-        """With ``observation.buffer_on_idle``, an instance that also has ``after_agent``.
+    def __new__(
+        cls,
+        memory: ObservationalMemory | None = None,
+        *,
+        model: ModelSpec = None,
+        message_tokens: Threshold | None = None,
+        observation_tokens: Threshold | None = None,
+        buffer_tokens: BufferTokens | None = None,
+        scope: Literal["thread", "resource"] | None = None,
+        retrieval: bool | RetrievalConfig | dict[str, Any] | None = None,
+        name: str | None = None,
+        **options: Any,
+    ) -> Any:
+        """Build (or take) the memory; with ``buffer_on_idle``, also have ``after_agent``.
 
         ``create_agent`` adds a graph node (and a checkpoint every turn) for each middleware
         whose class defines ``after_agent``; the hook only has work to do with
-        ``buffer_on_idle``, so only then is it there.
+        ``buffer_on_idle``, so only then is it there. The memory is built here, once, and
+        ``__init__`` takes it.
         """
-        if cls is ObservationalMemoryMiddleware and memory.config.observation.buffer_on_idle:
+        typed: dict[str, Any] = {
+            "model": model,
+            "message_tokens": message_tokens,
+            "observation_tokens": observation_tokens,
+            "buffer_tokens": buffer_tokens,
+            "scope": scope,
+            "retrieval": retrieval,
+        }
+        built = _memory_of(memory, {**options, **typed})
+        if cls is ObservationalMemoryMiddleware and built.config.observation.buffer_on_idle:
             cls = _IdleBufferingMiddleware
-        return super().__new__(cls)
+        instance = super().__new__(cls)
+        instance._built = built
+        return instance
 
-    def __init__(self, memory: ObservationalMemory, *, name: str | None = None) -> None:
+    def __init__(
+        self,
+        memory: ObservationalMemory | None = None,
+        *,
+        model: ModelSpec = None,
+        message_tokens: Threshold | None = None,
+        observation_tokens: Threshold | None = None,
+        buffer_tokens: BufferTokens | None = None,
+        scope: Literal["thread", "resource"] | None = None,
+        retrieval: bool | RetrievalConfig | dict[str, Any] | None = None,
+        name: str | None = None,
+        **options: Any,
+    ) -> None:
         super().__init__()
-        self.memory = memory
+        memory = self._built  # what __new__ built from these arguments (or was given)
+        del self._built
+        self.memory: ObservationalMemory = memory
+        """The engine: ``status``, ``get_context``, ``checkpointer``, ``store``, ..."""
         memory.counter.prefetch()  # the tokenizer loads while the agent is built, not in turn 1
         self._name = name
         self.tools = list(memory.tools)
@@ -128,8 +195,9 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         warnings.warn(
             "ObservationalMemoryMiddleware is running in an agent without a checkpointer: "
             "memory lives in the agent's state, which is gone after each invoke, so nothing is "
-            "remembered. Pass checkpointer=memory.checkpointer and store=memory.store to "
-            "create_agent (LangGraph Platform and `langgraph dev` provide their own).",
+            "remembered. Pass checkpointer=memory.checkpointer to create_agent (memory's own; "
+            "the middleware's .checkpointer is the same), or any checkpointer (LangGraph "
+            "Platform and `langgraph dev` provide their own).",
             UserWarning,
             stacklevel=3,
         )
@@ -138,6 +206,16 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
     def name(self) -> str:
         """Middleware name used for its graph nodes."""
         return self._name or type(self).__name__
+
+    @property
+    def checkpointer(self) -> BaseCheckpointSaver[Any]:
+        """The memory's checkpointer, for ``create_agent(..., checkpointer=...)``.
+
+        Any checkpointer keeps the agent's memory (it lives in the agent's state); with this
+        one, ``memory.status()``, ``get_context()`` and ``langchain-om inspect`` read the
+        agent's threads too. The agent needs no ``store=``: without one, memory uses its own.
+        """
+        return self.memory.checkpointer
 
     def _step_args(
         self, state: dict[str, Any], runtime: Runtime[Any], record: Any
@@ -207,7 +285,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             blocks.extend(
                 [{"type": "text", "text": content}] if isinstance(content, str) else content
             )
-        blocks.extend({"type": "text", "text": b} for b in context.blocks)
+        blocks.extend(text_parts(context.blocks, first=not blocks))
         return request.override(system_message=SystemMessage(content=blocks))
 
     def _overflow_args(self, request: ModelRequest, prepared: _Prepared) -> dict[str, Any]:
@@ -310,6 +388,33 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         prepared = self._recovered(request, prepared, recovery)
         await self.memory.akeep_state(prepared.update, request.state, store=store)
         return self._response(await handler(self._sent(request, prepared)), prepared)
+
+
+def _memory_of(memory: Any, options: Mapping[str, Any]) -> ObservationalMemory:
+    """``memory``, or the memory ``options`` describe when it is ``None``.
+
+    Raises:
+        OMConfigError: both were given, or ``memory`` is not an ``ObservationalMemory``.
+    """
+    given = sorted(k for k, v in options.items() if v is not None)
+    if memory is None:
+        return ObservationalMemory(**options)
+    if not isinstance(memory, ObservationalMemory):
+        raise OMConfigError(
+            f"ObservationalMemoryMiddleware takes an ObservationalMemory, not "
+            f"{type(memory).__name__}. Pass memory options as keyword arguments instead: "
+            "ObservationalMemoryMiddleware(model=..., message_tokens=...).",
+            option="memory",
+        )
+    if given:
+        raise OMConfigError(
+            f"ObservationalMemoryMiddleware got a memory and options for it "
+            f"({', '.join(given)}): the memory is built already. Give those options to "
+            "ObservationalMemory(...), or drop the memory and let the middleware build it "
+            "from them.",
+            option=given[0],
+        )
+    return memory
 
 
 def _run_config() -> Mapping[str, Any]:

@@ -17,7 +17,7 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -27,6 +27,8 @@ from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
 from langchain_om.tools import create_recall_tool
 from tests.helpers import FIXED, build_agent, build_graph
+
+Scope = Literal["thread", "resource"]
 
 MARKERS = {"alice": "ALICE", "bob": "BOB"}
 ECHO_KEYS = {"error", "cursor", "hint", "note", "query", "next_cursor", "prev_cursor"}
@@ -57,7 +59,7 @@ def _turns(resource: str, thread: str, n: int) -> list[BaseMessage]:
 
 
 def build_world(
-    seed: int, scope: str = "thread"
+    seed: int, scope: Scope = "thread"
 ) -> tuple[ObservationalMemory, dict[str, list[str]], list[str]]:
     """The memory with both resources' threads; ``(memory, threads by resource, message ids)``."""
     memory = ObservationalMemory(
@@ -184,7 +186,7 @@ def _config(rng: random.Random, caller: str, threads: dict[str, list[str]]) -> R
     return {"configurable": configurable}
 
 
-def run_fuzz(calls: int, seed: int = 0, scope: str = "thread") -> FuzzReport:
+def run_fuzz(calls: int, seed: int = 0, scope: Scope = "thread") -> FuzzReport:
     """About ``calls`` recall calls spread over the four patterns; see the module docstring.
 
     ``scope="resource"`` runs it on memory that shares one log per resource.

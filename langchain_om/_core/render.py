@@ -57,6 +57,7 @@ from langchain_om._core.types import OM_META_KEY, ObservationGroup, OMRecord
 from langchain_om.errors import OMUsageError
 
 __all__ = [
+    "BLOCK_SEPARATOR",
     "MEMORY_MESSAGE_KIND",
     "MEMORY_OPENINGS",
     "MEMORY_PREAMBLE",
@@ -67,6 +68,7 @@ __all__ = [
     "hidden_note",
     "memory_preamble",
     "render_memory",
+    "text_parts",
 ]
 
 MEMORY_MESSAGE_KIND = "memory"
@@ -133,9 +135,35 @@ OBSERVATIONS_OPEN = "<observations>"
 OBSERVATIONS_CLOSE = "</observations>"
 
 
+BLOCK_SEPARATOR = "\n\n"
+"""What stands between two blocks of the memory context: a blank line."""
+
+
+def text_parts(blocks: Sequence[str], *, first: bool = True) -> list[dict[str, str]]:
+    """The blocks as the text parts of a system message, a blank line between each two.
+
+    Providers join a message's text parts as they are, and so does LangChain's
+    ``message.text``: without a separator ``</observations>`` would run into
+    ``<current-task>``. Every part but the message's first opens with
+    :data:`BLOCK_SEPARATOR`, so a block's part never depends on the blocks after it and the
+    prefix stays byte-identical when a later block changes or goes.
+
+    Args:
+        blocks: the context's blocks.
+        first: whether the blocks open the message; ``False`` when they follow other content
+            of it (the user's system prompt memory is appended to).
+    """
+    return [
+        {"type": "text", "text": block if first and i == 0 else BLOCK_SEPARATOR + block}
+        for i, block in enumerate(blocks)
+    ]
+
+
 @dataclass(frozen=True)
 class MemoryContext:
     """The rendered memory, as cache-stable blocks.
+
+    ``text`` and the system message read the same: blocks separated by a blank line.
 
     An empty context (``blocks == []``) means there is nothing to inject: front doors skip
     the memory message entirely.
@@ -147,7 +175,7 @@ class MemoryContext:
     """All blocks joined by blank lines."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "text", "\n\n".join(self.blocks))
+        object.__setattr__(self, "text", BLOCK_SEPARATOR.join(self.blocks))
 
     @property
     def is_empty(self) -> bool:
@@ -167,9 +195,7 @@ class MemoryContext:
             raise OMUsageError(
                 "the memory context is empty; skip injecting it (check MemoryContext.is_empty)"
             )
-        content: list[str | dict[str, str]] = [
-            {"type": "text", "text": block} for block in self.blocks
-        ]
+        content: list[str | dict[str, str]] = [*text_parts(self.blocks)]
         return SystemMessage(
             content=content,
             response_metadata={OM_META_KEY: {"kind": MEMORY_MESSAGE_KIND}},

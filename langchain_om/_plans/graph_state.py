@@ -21,6 +21,7 @@ from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from langchain_om._core.group_keys import GROUP_KEYS, cached, remember, resolved, stored_record
+from langchain_om._core.render import text_parts
 from langchain_om._core.types import OM_META_KEY
 from langchain_om._plans.effects import Plan, StoreBatch
 from langchain_om._plans.storage import group_get_ops, group_put_ops
@@ -219,7 +220,7 @@ def merge_memory(system: BaseMessage, blocks: Sequence[str]) -> SystemMessage:
     parts: list[str | dict[str, Any]] = (
         [{"type": "text", "text": base}] if isinstance(base, str) else list(base)
     )
-    parts.extend({"type": "text", "text": block} for block in blocks)
+    parts.extend(text_parts(blocks, first=not parts))
     meta = {**system.response_metadata, OM_META_KEY: {"kind": MERGED_KIND, "base": base}}
     return SystemMessage(content=parts, id=system.id, response_metadata=meta)
 

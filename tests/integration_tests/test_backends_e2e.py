@@ -68,7 +68,7 @@ def _run_history(memory: ObservationalMemory, thread: str, mode: str) -> list[An
     async def arun() -> None:
         for i in range(TURNS):
             await history.aadd_messages(_pair(i))
-        await memory.await_background()
+        await memory.await_for_background()
 
     if mode == "sync":
         for i in range(TURNS):
@@ -87,7 +87,7 @@ def _run_app(memory: ObservationalMemory, door: str, thread: str, mode: str) -> 
     async def arun() -> None:
         for i in range(TURNS):
             await app.ainvoke({"messages": [HumanMessage(user_turn(i))]}, cfg)
-        await memory.await_background()
+        await memory.await_for_background()
 
     if mode == "sync":
         for i in range(TURNS):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import runpy
+import warnings
 
 import pytest
 
@@ -16,7 +17,14 @@ SCRIPTS = sorted(p.name for p in EXAMPLES.glob("*.py") if p.name not in POSTGRES
 
 
 def run_example(name: str, capsys: pytest.CaptureFixture[str]) -> str:
-    runpy.run_path(str(EXAMPLES / name), run_name="__main__")
+    """Run ``examples/name`` and return what it printed.
+
+    Any ``DeprecationWarning`` it causes fails the test (LangChain's own included, which the
+    test configuration otherwise ignores): the examples show the current way to do things.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        runpy.run_path(str(EXAMPLES / name), run_name="__main__")
     return capsys.readouterr().out
 
 
@@ -55,6 +63,8 @@ def test_custom_graph_example_observes_and_reflects(capsys: pytest.CaptureFixtur
 
 
 def test_chat_history_example_keeps_history_small(capsys: pytest.CaptureFixture[str]) -> None:
+    source = (EXAMPLES / "chat_history.py").read_text(encoding="utf-8")
+    assert "import RunnableWithMessageHistory" not in source  # deprecated by LangChain
     out = run_example("chat_history.py", capsys)
     assert number(r"seeing (\d+) messages", out.split("last answer:")[1]) < 2 * 12
     assert "Thread 'maya' · generation" in out
@@ -62,8 +72,7 @@ def test_chat_history_example_keeps_history_small(capsys: pytest.CaptureFixture[
 
 
 def test_recall_chain_example_pages_back(capsys: pytest.CaptureFixture[str]) -> None:
-    runpy.run_path(str(EXAMPLES / "recall_chain.py"), run_name="__main__")
-    out = capsys.readouterr().out
+    out = run_example("recall_chain.py", capsys)
     assert "recall" in out.lower() and "Lisbon" in out
 
 

@@ -59,7 +59,7 @@ def test_from_postgres_runs_sync_and_async_and_a_new_process_resumes(url: str) -
         async def more() -> None:
             for i in range(20, 30):
                 await agent.ainvoke({"messages": [HumanMessage(f"Turn {i}: " + "w " * 25)]}, cfg)
-            await memory.await_background()
+            await memory.await_for_background()
 
         asyncio.run(more())
         record = state_record(agent.get_state(cfg).values)  # om_record + its newest stamp
@@ -110,7 +110,7 @@ def test_afrom_postgres_serves_an_async_agent(url: str) -> None:
             agent, _ = agent_for(memory)
             for i in range(30):
                 await agent.ainvoke({"messages": [HumanMessage(f"Turn {i}: " + "x " * 40)]}, cfg)
-            await memory.await_background()
+            await memory.await_for_background()
             state = await agent.aget_state(cfg)
             archived = await memory.aarchived_messages(cfg["configurable"]["thread_id"])
             assert cfg["configurable"]["thread_id"] in await memory.alist_threads()

@@ -106,9 +106,24 @@ def test_system_message() -> None:
     ctx = render_memory(record([G1, G2], {"current_task": "A"}), now=NOW)
     msg = ctx.to_system_message()
     assert isinstance(msg, SystemMessage)
-    assert msg.content == [{"type": "text", "text": b} for b in ctx.blocks]
+    # one text part per block; every part but the first opens with the blank line between
+    first, *rest = ctx.blocks
+    assert msg.content == [
+        {"type": "text", "text": first},
+        *({"type": "text", "text": "\n\n" + b} for b in rest),
+    ]
     assert msg.response_metadata["langchain_om"] == {"kind": "memory"}
-    assert msg.text == "".join(ctx.blocks)
+    assert msg.text == ctx.text == "\n\n".join(ctx.blocks)
+    assert "</observations>\n\n<current-task>" in msg.text
+
+
+def test_system_message_parts_are_prefix_stable() -> None:
+    """A part depends only on its block: changed or dropped hints leave the earlier parts."""
+    a = render_memory(record([G1, G2], {"current_task": "A"}), now=NOW).to_system_message()
+    b = render_memory(record([G1, G2], {"current_task": "B"}), now=NOW).to_system_message()
+    none = render_memory(record([G1, G2]), now=NOW).to_system_message()
+    assert a.content[:-1] == b.content[:-1] == none.content
+    assert a.content[-1] != b.content[-1]
 
 
 def test_preamble_guidance() -> None:

@@ -92,7 +92,7 @@ def test_async_agent_with_buffering_writes_chunks_to_the_run_store() -> None:
     async def run() -> None:
         for i in range(24):
             await agent.ainvoke({"messages": [HumanMessage(user_turn(i))]}, cfg)
-        await memory.await_background()
+        await memory.await_for_background()
 
     asyncio.run(run())
     record = agent.get_state(cfg).values["om_record"]
