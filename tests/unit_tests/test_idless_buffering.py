@@ -112,7 +112,7 @@ def open_memory(path: Path, **options: Any) -> Memory:
 
 def settle(run: Runner, memory: ObservationalMemory) -> None:
     """Let the background work a step started finish (as the next step would find it)."""
-    run(memory.wait_for_background, memory.await_background)
+    run(memory.wait_for_background, memory.await_for_background)
 
 
 def say(
