@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.messages import BaseMessage
 
@@ -19,6 +19,9 @@ from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import OMUsageError
 from langchain_om.events import OMEvent, StatusEvent
 from langchain_om.extractors import Extractor
+
+if TYPE_CHECKING:
+    from langchain_om._plans.spend import SpendGuard
 
 Trigger = Literal["manual", "turn-sync", "async-buffer"]
 """What started a cycle."""
@@ -133,6 +136,10 @@ class TurnInput:
     """The agent's model call overflowed its context: observe now, keeping the current turn."""
     configurable: Mapping[str, Any] | None = None
     """The run config's ``configurable`` (agents and graphs; ``None`` for standalone calls)."""
+    over_budget: bool = False
+    """An explicit ``observe()``/``reflect()`` runs even while the spend budget is used up."""
+    spend: SpendGuard | None = None
+    """The step's spend guard (set by :func:`~langchain_om._plans.spend.guarded`)."""
 
 
 def _no_structured(request: StructuredRequest) -> Any:
