@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.messages import HumanMessage
 
@@ -332,7 +332,7 @@ def may_start(
     Raises:
         SpendLimitError: ``explicit`` and the budget is used up.
     """
-    guard = inp.spend
+    guard = cast("SpendGuard | None", inp.spend)
     if guard is None or (explicit and inp.over_budget):
         return True
     now = env.now()
