@@ -28,7 +28,16 @@ from langchain_om.events import (
     parse_event,
 )
 from langchain_om.testing import FunctionChatModel, memory_model
-from tests.helpers import Clock, archived_ids
+from tests.helpers import (
+    Clock,
+    actor_reply,
+    archived_ids,
+    build_agent,
+    build_graph,
+    check_invariants,
+    expected_messages,
+    user_turn,
+)
 
 TURNS = 41
 DUE = TURNS - 1
@@ -242,6 +251,23 @@ def test_status_events_carry_the_budget(tmp_path: Path) -> None:
         run.turn(i)
     last = run.of(StatusEvent)[-1].spend
     assert last is not None and last.exhausted == "cycles_per_hour" and last.cycles_last_hour == 3
+    run.memory.close()
+
+
+@pytest.mark.parametrize("door", ["agent", "graph"])
+def test_agents_and_graphs_keep_to_the_budget(tmp_path: Path, door: str) -> None:
+    run = Run(tmp_path / "m.db", spend={"cycles_per_hour": 2})
+    actor = FunctionChatModel(function=actor_reply)
+    app = (build_agent if door == "agent" else build_graph)(run.memory, actor)
+    config: Any = {"configurable": {"thread_id": "g"}}
+    for i in range(12):
+        state = app.invoke({"messages": [HumanMessage(user_turn(i))]}, config)
+        run.clock.now += timedelta(seconds=30)
+    assert run.model.call_count == 2
+    assert run.of(SpendLimitEvent)
+    assert check_invariants(run.memory, "g", state["messages"]) == expected_messages(12)
+    spend = run.memory.status(thread_id="g").status.spend  # read from the checkpoint's thread
+    assert spend is not None and spend.cycles_last_hour == 2 and spend.exhausted
     run.memory.close()
 
 
