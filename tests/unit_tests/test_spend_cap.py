@@ -17,6 +17,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_om import ObservationalMemory, SpendLimitError
+from langchain_om._core.spend import charge, coerce_ledger, empty_ledger, spend_check
 from langchain_om.cli import main
 from langchain_om.display import render_text
 from langchain_om.errors import OMConfigError, OMUsageError
@@ -423,3 +424,30 @@ def test_cadence_and_budget_together(tmp_path: Path) -> None:
     # the cadence turns after the budget ran out say so; the others are simply not due
     assert len(run.of(SpendLimitEvent)) == 3
     run.memory.close()
+
+
+# -- the ledger (pure) ----------------------------------------------------------------------
+
+
+def test_the_ledger_rolls_its_windows_and_says_when_there_is_room() -> None:
+    limits = {"tokens_per_hour": 100, "cycles_per_day": 3}
+    ledger = empty_ledger("thread")
+    for at, tokens in ((0.0, 60), (30.0, 30), (1_800.0, 20)):  # two in one minute, one later
+        ledger = charge(ledger, now=at, tokens=tokens, cycles=1, limits=limits)
+    assert [b[2:] for b in ledger["buckets"]] == [[90.0, 2.0], [20.0, 1.0]]
+    check = spend_check(ledger, limits, now=1_800.0)
+    assert check.exhausted is not None and check.exhausted.name == "tokens_per_hour"
+    assert check.tokens_last_hour == 110 and check.cycles_last_day == 3
+    # the first minute's bucket is dated by its last charge (30 s): it leaves the hour at
+    # 3630 s and the day at 86430 s, when the day has room for a cycle again
+    assert check.resumes_at == 30.0 + 86_400.0
+    later = spend_check(ledger, {"tokens_per_hour": 100}, now=3_630.5)
+    assert later.allowed and later.tokens_last_hour == 20
+    assert spend_check(ledger, limits, now=3_629.0, extra_tokens=5).tokens_last_hour == 115
+    # a day later everything is pruned at the next charge
+    pruned = charge(ledger, now=1_800.0 + 86_401.0, tokens=1, cycles=1, limits=limits)
+    assert len(pruned["buckets"]) == 1
+    assert coerce_ledger({"v": 1, "buckets": [[1, 2, "x", 4], [0, 1, 2, 3]]}, "thread")[
+        "buckets"
+    ] == [[0.0, 1.0, 2.0, 3.0]]
+    assert coerce_ledger("garbage", "resource") == empty_ledger("resource")
