@@ -50,6 +50,7 @@ from langchain_om.errors import (
     OMConfigError,
     OMUsageError,
     ReflectorOutputError,
+    SpendLimitError,
     StorageError,
 )
 from langchain_om.events import OMEvent
@@ -87,6 +88,7 @@ __all__ = [
     "ReflectionConfig",
     "ReflectorOutputError",
     "RetrievalConfig",
+    "SpendLimitError",
     "StorageError",
     "ThreadSnapshot",
     "TokenCounter",

@@ -2,16 +2,17 @@
 
 :class:`OptionGroup` gives every options model its behaviour (frozen, camelCase keys,
 did-you-mean, ``OMConfigError`` instead of pydantic's, ``to_mastra``); the groups
-``ObservationConfig``, ``ReflectionConfig``, ``RetrievalConfig``, ``ModelSettings`` and
-``Hooks`` are the sections of :class:`~langchain_om.config.ObservationalMemoryConfig`, which
-lives in :mod:`langchain_om.config` with the rules that span sections. Users import all of
-them from :mod:`langchain_om.config`.
+``ObservationConfig``, ``ReflectionConfig``, ``RetrievalConfig``, ``ModelSettings``,
+``SpendConfig``, ``CadenceConfig`` and ``Hooks`` are the sections of
+:class:`~langchain_om.config.ObservationalMemoryConfig`, which lives in
+:mod:`langchain_om.config` with the rules that span sections. Users import all of them from
+:mod:`langchain_om.config`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Annotated, Any, Literal, Self
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Literal, Self, cast
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
 from pydantic.alias_generators import to_camel
@@ -654,6 +655,131 @@ class RetrievalConfig(OptionGroup):
     """Recall code mode (off by default): ``True`` or ``{timeout, max_calls, max_steps}``
     gives the agent ``execute_memory_recall`` in place of ``recall``: one short program that
     calls ``recall(...)`` as often as it needs and returns only what it computed."""
+
+
+def _optional_count(what: str, example: int) -> BeforeValidator:
+    """Validator of a limit: ``None`` (no limit) or a whole number of at least 1."""
+    rule = numeric_rule(
+        f"a whole number of {what}, at least 1 (or None for no limit)",
+        f"Use e.g. {example}, or leave it out for no limit.",
+        lambda x: x >= 1,
+        whole=True,
+    )
+    whole = cast("Callable[[Any], Any]", rule.func)
+
+    def validate(value: Any) -> Any:
+        return None if value is None else whole(value)
+
+    return BeforeValidator(validate)
+
+
+def _spend_per_rule(value: Any) -> Any:
+    """``spend.per``: ``None`` (follow ``scope``), ``'thread'`` or ``'resource'``."""
+    if value is None or value in ("thread", "resource"):
+        return value
+    raise InvalidOption(
+        f"must be 'thread' or 'resource', got {brief(value)}",
+        "Use 'thread' (one budget per conversation) or 'resource' (one per user, across their "
+        "threads), or leave it out to follow scope.",
+    )
+
+
+_SpendPer = Annotated[Literal["thread", "resource"] | None, BeforeValidator(_spend_per_rule)]
+
+
+class SpendConfig(OptionGroup):
+    """A budget of memory's own model calls (Observer, Reflector, extractors, buffering).
+
+    Each limit counts over a rolling window (the last hour or the last 24 hours, by the
+    engine's clock) and is kept in the store beside the thread or resource, so it holds across
+    restarts and across processes that share the storage. Tokens are the provider-reported
+    input plus output of each call (the estimate when a provider reports none); a cycle is one
+    observation, reflection or background buffer that made at least one model call. While a
+    limit is used up, no cycle starts: messages stay in the window unobserved (nothing is
+    removed), a ``data-om-spend-limit`` event says why, one WARNING is logged per episode, and
+    cycles resume once the window has rolled past enough spend. A cycle that starts under the
+    limit finishes, so the last one may go over a token limit by its own cost.
+    """
+
+    tokens_per_hour: Annotated[int | None, _optional_count("tokens", 200_000)] = None
+    """Most tokens memory's calls may use in any rolling hour; None = no limit."""
+    tokens_per_day: Annotated[int | None, _optional_count("tokens", 2_000_000)] = None
+    """Most tokens memory's calls may use in any rolling 24 hours; None = no limit."""
+    cycles_per_hour: Annotated[int | None, _optional_count("cycles", 20)] = None
+    """Most cycles (observations, reflections, buffers) in any rolling hour; None = no limit."""
+    cycles_per_day: Annotated[int | None, _optional_count("cycles", 200)] = None
+    """Most cycles in any rolling 24 hours; None = no limit."""
+    per: _SpendPer = None
+    """Whom a budget belongs to: 'thread' (each conversation its own) or 'resource' (one per
+    user, shared by their threads; every step then needs a resource id); None follows
+    ``scope``."""
+
+    @model_validator(mode="after")
+    def _check_hour_below_day(self) -> Self:
+        for kind in ("tokens", "cycles"):
+            hour, day = getattr(self, f"{kind}_per_hour"), getattr(self, f"{kind}_per_day")
+            if hour is not None and day is not None and hour > day:
+                raise InvalidOption(
+                    f"is {hour}, above {kind}_per_day ({day}), so it could never apply",
+                    f"Lower {kind}_per_hour below {kind}_per_day, or drop one of them.",
+                    option=f"{kind}_per_hour",
+                )
+        return self
+
+    @property
+    def limits(self) -> dict[str, int]:
+        """The limits that are set, by name."""
+        names = ("tokens_per_hour", "tokens_per_day", "cycles_per_hour", "cycles_per_day")
+        return {n: v for n in names if (v := getattr(self, n)) is not None}
+
+    @property
+    def active(self) -> bool:
+        """Whether any limit is set."""
+        return bool(self.limits)
+
+
+class CadenceConfig(OptionGroup):
+    """How often turns may start an observation (explicit ``observe()`` always may).
+
+    A turn is one new user message. Reflection is not limited (it follows the log, which only
+    grows when something is observed); activating buffered observations needs no model call
+    and is not limited either. After a context overflow of the agent's call memory observes
+    whatever the cadence says (as ``observation.observe_on_context_overflow`` asks).
+    """
+
+    every_n_turns: Annotated[
+        int,
+        numeric_rule(
+            "a whole number of turns, at least 1",
+            "Use e.g. 3 to observe at most every third turn; 1 observes whenever due.",
+            lambda x: x >= 1,
+            whole=True,
+        ),
+    ] = 1
+    """Observe (synchronously or in the background) only on every N-th turn of a thread; on
+    the other turns the messages wait in the window, even above the thresholds."""
+    session_end: StrictBool = False
+    """Never observe during turns: the application calls ``memory.observe(thread_id=...)``
+    when a session ends (with ``observation.buffer_on_idle``, ``end_turn`` buffers too)."""
+
+    @model_validator(mode="after")
+    def _check_one_cadence(self) -> Self:
+        if self.session_end and self.every_n_turns != 1:
+            raise InvalidOption(
+                "cannot be combined with every_n_turns: turns never observe with session_end",
+                "Keep session_end=True alone, or drop it and set every_n_turns.",
+                option="session_end",
+            )
+        return self
+
+    @property
+    def active(self) -> bool:
+        """Whether turns are limited at all."""
+        return self.session_end or self.every_n_turns > 1
+
+    def due(self, turns: int) -> bool:
+        """Whether turn number ``turns`` of a thread may start an observation."""
+        return not self.session_end and turns % self.every_n_turns == 0
 
 
 class Hooks(OptionGroup):

@@ -251,7 +251,8 @@ class Runs:
         status = state.status
         if status is None:
             env = self.env()
-            status = status_event(env, state.record, env.counter.count_messages(state.window), 0)
+            tokens = env.counter.count_messages(state.window)
+            status = status_event(env, state.record, tokens, 0, spend=state.spend)
         return ThreadSnapshot(
             thread_id=thread_id,
             record=state.record,

@@ -32,6 +32,7 @@ from langchain_om._engine_io import Runs, ThreadSnapshot, as_messages, context_m
 from langchain_om._plans.effects import Plan
 from langchain_om._plans.recall import Caller, RecallInput, recall_plan
 from langchain_om._plans.resource_turn import shared_view_plan
+from langchain_om._plans.spend import spend_status_plan
 from langchain_om._plans.standalone import StandaloneRequest, ThreadState, load_plan, step_plan
 from langchain_om._plans.storage import archived_messages_plan, forget_plan, thread_ids_plan
 from langchain_om._plans.titles import clean_title, pin_plan, titled_plan, unpin_plan
@@ -140,6 +141,7 @@ class StandaloneCalls:
         messages: Sequence[MessageLikeRepresentation] | None = None,
         resource_id: str | None = None,
         force: bool = True,
+        over_budget: bool = False,
     ) -> ThreadSnapshot:
         """Observe now: add ``messages`` (if any) and observe the thread's window.
 
@@ -152,9 +154,14 @@ class StandaloneCalls:
         from its results); nothing about the thresholds changes for later calls. With
         ``force=False`` it is observed only when the thresholds ask for it, as a turn would.
         Raises :class:`~langchain_om.errors.CycleFailedError` when the Observer fails; nothing
-        is removed then.
+        is removed then. While a ``spend`` limit is used up it raises
+        :class:`~langchain_om.errors.SpendLimitError` (naming the limit and when it has room
+        again) without calling the Observer; ``over_budget=True`` observes anyway, and the
+        calls still count.
         """
-        plan = self._step_plan(thread_id, resource_id, messages, force_observe=force)
+        plan = self._step_plan(
+            thread_id, resource_id, messages, force_observe=force, over_budget=over_budget
+        )
         return self._runs.standalone(thread_id, plan)
 
     async def aobserve(
@@ -164,19 +171,35 @@ class StandaloneCalls:
         messages: Sequence[MessageLikeRepresentation] | None = None,
         resource_id: str | None = None,
         force: bool = True,
+        over_budget: bool = False,
     ) -> ThreadSnapshot:
         """Async twin of :meth:`observe`."""
-        plan = self._step_plan(thread_id, resource_id, messages, force_observe=force)
+        plan = self._step_plan(
+            thread_id, resource_id, messages, force_observe=force, over_budget=over_budget
+        )
         return await self._runs.astandalone(thread_id, plan)
 
-    def reflect(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
-        """Reflect now: condense the thread's observation log into a new generation."""
-        plan = self._step_plan(thread_id, resource_id, None, force_reflect=True)
+    def reflect(
+        self, *, thread_id: str, resource_id: str | None = None, over_budget: bool = False
+    ) -> ThreadSnapshot:
+        """Reflect now: condense the thread's observation log into a new generation.
+
+        While a ``spend`` limit is used up it raises
+        :class:`~langchain_om.errors.SpendLimitError` without calling the Reflector;
+        ``over_budget=True`` reflects anyway (the calls still count).
+        """
+        plan = self._step_plan(
+            thread_id, resource_id, None, force_reflect=True, over_budget=over_budget
+        )
         return self._runs.standalone(thread_id, plan)
 
-    async def areflect(self, *, thread_id: str, resource_id: str | None = None) -> ThreadSnapshot:
+    async def areflect(
+        self, *, thread_id: str, resource_id: str | None = None, over_budget: bool = False
+    ) -> ThreadSnapshot:
         """Async twin of :meth:`reflect`."""
-        plan = self._step_plan(thread_id, resource_id, None, force_reflect=True)
+        plan = self._step_plan(
+            thread_id, resource_id, None, force_reflect=True, over_budget=over_budget
+        )
         return await self._runs.astandalone(thread_id, plan)
 
     def status(
@@ -218,8 +241,14 @@ class StandaloneCalls:
             given = ThreadState(record, given.window, given.status, title_pinned=pinned)
         state = given
         view = yield from cast("Plan[OMRecord]", shared_view_plan(self._env, state.record))
+        spend = yield from spend_status_plan(self._env, state.record)
         return ThreadState(
-            view, state.window, state.status, state.jobs, title_pinned=state.title_pinned
+            view,
+            state.window,
+            state.status,
+            state.jobs,
+            title_pinned=state.title_pinned,
+            spend=spend,
         )
 
     def rename_thread(self, thread_id: str, title: str) -> None:

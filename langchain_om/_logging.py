@@ -3,10 +3,12 @@
 Loggers (all under ``langchain_om``; configure that one to see everything):
 
 - ``langchain_om.cycles`` — INFO: an observation, reflection, buffer or activation finished
-  (thread, counts, tokens, duration); WARNING: a cycle failed; DEBUG: a cycle started.
+  (thread, counts, tokens, duration), or a cycle was skipped while the spend budget is used
+  up; WARNING: a cycle failed; DEBUG: a cycle started.
 - ``langchain_om.retry`` — INFO: a model call is retried or falls back to the next model;
   WARNING: every attempt failed.
-- ``langchain_om`` — WARNING: a background job or a user callback failed.
+- ``langchain_om`` — WARNING: a background job or a user callback failed; the spend budget was
+  used up (once per episode).
 
 Observation text, messages and prompts are never logged: only ids, counts, tokens, durations
 and error class names with their (provider) messages, clipped.
@@ -92,4 +94,15 @@ def log_event(event: events.OMEvent) -> None:
             event.cycle_id,
             event.thread_id,
             tokens,
+        )
+    elif isinstance(event, events.SpendLimitEvent):
+        log.info(
+            "%s%s skipped for thread %r: spend.%s used up (%d of %d) until %s",
+            "background " if event.background else "",
+            event.operation_type,
+            event.thread_id,
+            event.budget,
+            event.used,
+            event.limit,
+            event.resumes_at,
         )

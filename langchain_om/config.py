@@ -1,7 +1,8 @@
 """Validated options of Observational Memory.
 
 ``ObservationalMemoryConfig`` holds everything a user can tune; ``ObservationConfig``,
-``ReflectionConfig``, ``RetrievalConfig``, ``ModelSettings`` and ``Hooks`` are its parts. All are
+``ReflectionConfig``, ``RetrievalConfig``, ``ModelSettings``, ``SpendConfig``,
+``CadenceConfig`` and ``Hooks`` are its parts. All are
 frozen pydantic models that accept snake_case names and Mastra's camelCase keys
 (``messageTokens``, ``bufferTokens``, ...), so a Mastra config can be pasted as is.
 
@@ -37,6 +38,7 @@ from pydantic import (
 )
 
 from langchain_om._config_parts import (
+    CadenceConfig,
     ContinuationHints,
     Hooks,
     IdleAfter,
@@ -47,6 +49,7 @@ from langchain_om._config_parts import (
     OptionGroup,
     ReflectionConfig,
     RetrievalConfig,
+    SpendConfig,
     parse_duration,
 )
 from langchain_om._config_rules import (
@@ -66,6 +69,7 @@ from langchain_om._providers import DEFAULT_MODEL
 from langchain_om.errors import OMConfigError
 
 __all__ = [
+    "CadenceConfig",
     "ContinuationHints",
     "DEFAULT_MODEL",
     "Hooks",
@@ -74,6 +78,7 @@ __all__ = [
     "ObservationalMemoryConfig",
     "ReflectionConfig",
     "RetrievalConfig",
+    "SpendConfig",
     "parse_duration",
 ]
 
@@ -146,6 +151,13 @@ class ObservationalMemoryConfig(OptionGroup):
     """Reflector options."""
     obscure_thread_ids: StrictBool | None = None
     """Hash thread ids before they enter observation text; None = only in resource scope."""
+    spend: Annotated[SpendConfig, BeforeValidator(sub_config)] = Field(default_factory=SpendConfig)
+    """A budget of memory's own model calls per rolling hour or day (tokens, cycles): off
+    unless a limit is set."""
+    cadence: Annotated[CadenceConfig, BeforeValidator(sub_config)] = Field(
+        default_factory=CadenceConfig
+    )
+    """How often turns may observe: every_n_turns, or only at session end."""
 
     # --- presentation and modes (user control) -------------------------------------------
     read_only: StrictBool = False
@@ -217,6 +229,13 @@ class ObservationalMemoryConfig(OptionGroup):
                 option="observation.archive",
             )
         thread = self.scope == "thread"
+        if not thread and self.spend.per == "thread":
+            raise InvalidOption(
+                "is 'thread' in resource scope, where one cycle observes all of a resource's "
+                "threads at once, so its cost belongs to no single thread",
+                "Leave spend.per out (resource scope budgets per resource), or use scope='thread'.",
+                option="spend.per",
+            )
         if thread and self.share_token_budget and self.observation.buffer_tokens is not False:
             raise InvalidOption(
                 "needs async buffering off",
@@ -283,6 +302,16 @@ class ObservationalMemoryConfig(OptionGroup):
         buffer_tokens = self.observation.buffer_tokens
         active = self.enabled and not self.read_only
         return active and self.scope == "thread" and buffer_tokens is not False
+
+    @property
+    def spend_per(self) -> Literal["thread", "resource"]:
+        """Whom the spend budget belongs to: ``spend.per``, else the memory's scope."""
+        return self.spend.per or self.scope
+
+    @property
+    def spend_watched(self) -> bool:
+        """Whether memory's model calls are budgeted: a limit is set and memory can call."""
+        return self.spend.active and self.enabled and not self.read_only
 
     @property
     def observer_hints(self) -> HintSwitch:

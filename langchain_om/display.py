@@ -101,6 +101,40 @@ def render_windows(status: StatusEvent, *, width: int = 24) -> str:
     )
 
 
+_BUDGET_LABELS = {
+    "tokens_per_hour": ("tokens", "this hour"),
+    "tokens_per_day": ("tokens", "today"),
+    "cycles_per_hour": ("cycles", "this hour"),
+    "cycles_per_day": ("cycles", "today"),
+}
+
+
+def spend_line(status: StatusEvent) -> str | None:
+    """``spend: 1,200 / 5,000 tokens this hour · 3 / 5 cycles today`` (``None``: no spend).
+
+    Without limits it shows what the last hour and day used; while a limit is used up it
+    says until when memory makes no model call.
+    """
+    spend = status.spend
+    if spend is None:
+        return None
+    parts = [
+        f"{b.used:,} / {b.limit:,} {_BUDGET_LABELS[b.name][0]} {_BUDGET_LABELS[b.name][1]}"
+        for b in spend.budgets
+    ]
+    if not parts:
+        parts = [
+            f"{spend.tokens_last_hour:,} tokens this hour",
+            f"{spend.tokens_last_day:,} tokens today",
+            f"{_count(spend.cycles_last_day, 'cycle')} today",
+        ]
+    line = f"spend ({spend.per}): " + " · ".join(parts)
+    if spend.exhausted:
+        stamp = (spend.resumes_at or "")[:16].replace("T", " ")
+        line += f" · used up: no memory calls until {stamp} UTC"
+    return line
+
+
 def _pinned(snapshot: SnapshotLike) -> bool:
     """Whether the snapshot's title was pinned by the application (``rename_thread``)."""
     return bool(getattr(snapshot, "title_pinned", False))
@@ -155,6 +189,8 @@ def render_text(
     if archived is not None:
         counts += f" · archive: {_count(archived, 'observed message')}"
     out.append(counts)
+    if (spent := spend_line(snapshot.status)) is not None:
+        out.append(spent)
     out.extend(f"{label}: {text}" for label, text in _hints(record))
     out.extend(f"extracted {label}: {text}" for label, text in _extracted(record))
     if not groups:
@@ -234,6 +270,8 @@ def render_html(snapshot: SnapshotLike, *, archived: int | None = None) -> str:
     if archived is not None:
         counts += f" · archive: {_count(archived, 'observed message')}"
     parts.append(f'<div style="color:{_MUTED}">{counts}</div>')
+    if (spent := spend_line(status)) is not None:
+        parts.append(f'<div style="color:{_MUTED}">{html.escape(spent)}</div>')
     for label, text in [*_hints(record), *_extracted(record)]:
         parts.append(f"<div><i>{html.escape(label)}:</i> {html.escape(text)}</div>")
     groups = list(record.get("groups") or [])

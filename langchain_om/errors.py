@@ -11,6 +11,7 @@ The tree, split by whose fault it is::
     ├── ObserverOutputError             the Observer's output cannot be used (raw text kept)
     ├── ReflectorOutputError            the Reflector's output cannot be used (raw text kept)
     ├── CycleFailedError                an observation or reflection failed; nothing was removed
+    │   └── SpendLimitError             an explicit cycle was refused: the spend budget is used up
     ├── HookError                       a transform hook raised or vetoed; the cycle failed
     └── StorageError                    the store or checkpointer failed (raised ``from`` the cause)
 
@@ -30,6 +31,7 @@ __all__ = [
     "ObservationalMemoryError",
     "ObserverOutputError",
     "ReflectorOutputError",
+    "SpendLimitError",
     "StorageError",
 ]
 
@@ -134,6 +136,33 @@ class CycleFailedError(ObservationalMemoryError):
         super().__init__(message)
         self.operation = operation
         self.thread_id = thread_id
+
+
+class SpendLimitError(CycleFailedError):
+    """Raised by an explicit ``observe()`` or ``reflect()`` while the spend budget is used up.
+
+    No model was called and nothing was removed. ``budget`` names the limit
+    (``spend.tokens_per_hour``, ...), ``used`` and ``limit`` are its window's figures and
+    ``resumes_at`` the ISO time from which cycles may start again. Pass ``over_budget=True``
+    to run the cycle anyway (its calls are still counted).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        operation: str,
+        thread_id: str | None,
+        budget: str,
+        used: int,
+        limit: int,
+        resumes_at: str | None,
+    ) -> None:
+        super().__init__(message, operation=operation, thread_id=thread_id)
+        self.budget = budget
+        self.used = used
+        self.limit = limit
+        self.resumes_at = resumes_at
 
 
 class HookError(ObservationalMemoryError):

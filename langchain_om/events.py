@@ -23,6 +23,7 @@ __all__ = [
     "ActivationEvent",
     "ArchiveEvent",
     "ArchiveStatus",
+    "BudgetUsage",
     "BufferedObservationsStatus",
     "BufferedReflectionStatus",
     "BufferingEndEvent",
@@ -34,6 +35,8 @@ __all__ = [
     "ObservationEndEvent",
     "ObservationFailedEvent",
     "ObservationStartEvent",
+    "SpendLimitEvent",
+    "SpendStatus",
     "StatusEvent",
     "TemporalGapEvent",
     "ThreadUpdateEvent",
@@ -121,6 +124,39 @@ class ArchiveStatus(BaseModel):
     max_catalog_tokens: int
 
 
+BudgetName = Literal["tokens_per_hour", "tokens_per_day", "cycles_per_hour", "cycles_per_day"]
+
+
+class BudgetUsage(BaseModel):
+    """One limit of the spend budget: what its rolling window used and what remains."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: BudgetName
+    used: int
+    limit: int
+    remaining: int
+
+
+class SpendStatus(BaseModel):
+    """What memory's own model calls spent in the rolling windows, against the budget."""
+
+    model_config = ConfigDict(frozen=True)
+
+    per: Literal["thread", "resource"]
+    """Whom the budget belongs to (``spend.per``, else the scope)."""
+    tokens_last_hour: int = 0
+    tokens_last_day: int = 0
+    cycles_last_hour: int = 0
+    cycles_last_day: int = 0
+    budgets: list[BudgetUsage] = Field(default_factory=list)
+    """Each limit that is set (or was set at the last charge, when read without options)."""
+    exhausted: BudgetName | None = None
+    """The limit that stops new cycles now, if any."""
+    resumes_at: str | None = None
+    """ISO time from which cycles may start again, while one is exhausted."""
+
+
 class StatusEvent(_Event):
     """``data-om-status``: a snapshot before every model call."""
 
@@ -139,6 +175,9 @@ class StatusEvent(_Event):
     """Tokens of the observed messages against the memory shown for them."""
     archive: ArchiveStatus | None = None
     """Archive mode only: its entries and catalog."""
+    spend: SpendStatus | None = None
+    """Memory's own model-call spend and the budget left (with a ``spend`` limit, or when
+    the thread or resource has a spend ledger)."""
 
 
 class ArchiveEvent(_Event):
@@ -332,6 +371,29 @@ class ContextOverflowEvent(_Event):
     timestamp: str
 
 
+class SpendLimitEvent(_Event):
+    """``data-om-spend-limit``: a cycle did not start because the spend budget is used up.
+
+    Nothing was removed from the window: its messages stay unobserved until the rolling
+    window has room again (``resumes_at``). A WARNING is logged once per such episode.
+    """
+
+    type: Literal["data-om-spend-limit"] = "data-om-spend-limit"
+    thread_id: str
+    resource_id: str | None = None
+    per: Literal["thread", "resource"]
+    operation_type: Literal["observation", "reflection"]
+    background: bool = False
+    """The skipped cycle would have run in the background (buffering)."""
+    budget: BudgetName
+    """The limit that is used up."""
+    used: int
+    limit: int
+    resumes_at: str | None
+    """ISO time from which cycles may start again."""
+    timestamp: str
+
+
 OMEvent = (
     StatusEvent
     | ObservationStartEvent
@@ -345,6 +407,7 @@ OMEvent = (
     | TemporalGapEvent
     | ContextOverflowEvent
     | ArchiveEvent
+    | SpendLimitEvent
 )
 """Any OM event."""
 
@@ -361,7 +424,9 @@ _EVENT_TYPES: dict[str, type[_Event]] = {
         ActivationEvent,
         ThreadUpdateEvent,
         TemporalGapEvent,
+        ContextOverflowEvent,
         ArchiveEvent,
+        SpendLimitEvent,
     )
 }
 _ALIASES = {"data-system-reminder": "data-om-temporal-gap"}

@@ -9,6 +9,7 @@ Modules:
     callable_tokens: counters over a LangChain token_counter callable; token_counter= parsing.
     media_tokens: token estimates for images, files, audio and video by provider and model.
     usage: provider-reported usage of the agent's last reply as a size of the window.
+    spend: the ledger of memory's own model-call spend over rolling hours and days.
     cache_ttl: the providers' prompt-cache lifetimes (the "auto" idle activation table).
     dates: date formatting, relative-time helpers and message timestamps.
     temporal: time-gap reminders between messages.

@@ -16,6 +16,7 @@ Modules:
     buffer: background buffering and reflection, and activation of buffered work.
     turn: one step before a model call, in six stages.
     turn_rules: what a step consults (cycle due, early activation, arrivals, buffer take).
+    spend: spend control: the budget of memory's own model calls, and the turn cadence.
     resource: resource scope: parallel batches (``Gather``) and compare-and-set commits.
     resource_turn: one thread's step in resource scope.
     standalone: a thread's record and window kept in the store (no graph).

@@ -37,6 +37,7 @@ from langchain_om.events import (
     ObservationFailedEvent,
     ObservationStartEvent,
     OMEvent,
+    SpendStatus,
     StatusEvent,
     ThreadUpdateEvent,
     WindowUsage,
@@ -62,6 +63,7 @@ def status_event(
     projected_removal: int = 0,
     reflection: Mapping[str, Any] | None = None,
     reflecting: bool = False,
+    spend: SpendStatus | None = None,
 ) -> StatusEvent:
     """``data-om-status`` for a record, its window and the buffered work."""
     obs_status = "running" if buffering else ("complete" if chunks else "idle")
@@ -90,6 +92,7 @@ def status_event(
         generation_count=record["generation"],
         savings=_savings(record),
         archive=_archive_status(env, record),
+        spend=spend,
     )
 
 

@@ -250,7 +250,12 @@ REFLECTION_NOTE = (
 
 
 def reflect_resource_plan(
-    env: TurnEnv, resource_id: str, record: ResourceRecord, *, thread_id: str
+    env: TurnEnv,
+    resource_id: str,
+    record: ResourceRecord,
+    *,
+    thread_id: str,
+    cycle_id: str | None = None,
 ) -> ResourcePlan[ResourceRecord]:
     """Condense the shared log into a new generation (one Reflector call), commit it."""
     cfg = env.config.reflection
@@ -273,6 +278,7 @@ def reflect_resource_plan(
         thread_id=thread_id,
         resource_id=resource_id,
         trigger="turn-sync",
+        cycle_id=cycle_id,
         output_budget=reflector_budget(
             env.counter.count_text(text),
             target_tokens=target,
@@ -343,11 +349,13 @@ def observe_threads_plan(
     windows: Mapping[str, Sequence[BaseMessage]],
     *,
     threshold: int = 0,
+    cycle_id: str | None = None,
 ) -> ResourcePlan[ResourceRecord]:
     """Observe ``windows`` (per thread, minus what ``record`` counts as observed), commit.
 
     Threads are batched by ``observation.max_tokens_per_batch`` and the batches observed in
-    parallel; their answers are committed together with compare-and-set.
+    parallel; their answers are committed together with compare-and-set. ``cycle_id`` names
+    the cycle the Observer calls belong to (traced, and counted once by a spend budget).
     """
     todo = _unobserved(record, windows)
     pending = [
@@ -362,7 +370,13 @@ def observe_threads_plan(
     if not batches:
         return record
     plans = [
-        _observe_batch(env, resource_id, record, {t.thread_id: todo[t.thread_id] for t in batch})
+        _observe_batch(
+            env,
+            resource_id,
+            record,
+            {t.thread_id: todo[t.thread_id] for t in batch},
+            cycle_id=cycle_id,
+        )
         for batch in batches
     ]
     results: list[ResourceDelta] = yield Gather(plans)
@@ -411,6 +425,8 @@ def _observe_batch(
     resource_id: str,
     record: ResourceRecord,
     threads: Mapping[str, Sequence[BaseMessage]],
+    *,
+    cycle_id: str | None = None,
 ) -> Plan[ResourceDelta]:
     """One Observer call for a batch of threads; its answer split by thread and date."""
     cfg = env.config
@@ -444,6 +460,7 @@ def _observe_batch(
         thread_id=next(iter(threads)),
         resource_id=resource_id,
         trigger="turn-sync",
+        cycle_id=cycle_id,
         output_budget=observer_budget(
             batch_tokens, sections=2, setting=cfg.observation.output_budget
         ),

@@ -50,6 +50,7 @@ from langchain_om._plans.resource import (
     reflect_resource_plan,
     save_pending_plan,
 )
+from langchain_om._plans.spend import cadence_due, count_turn, may_start
 from langchain_om._plans.storage import observed_plan
 from langchain_om._plans.types import (
     TurnEnv,
@@ -113,6 +114,7 @@ def resource_turn_plan(env: TurnEnv, inp: TurnInput) -> ResourcePlan[TurnOutcome
     out = TurnOutcome(record=record, window=list(inp.window))
     earlier = record.get("last_activity_at")
     out.stamped = stamp_messages(out.window, now, earlier=str(earlier) if earlier else None)
+    out.record = count_turn(env, out.record, out.stamped)
     for message in out.window:
         if not message.id:  # cursors name messages by id (graph reducers set them already)
             message.id = f"om-{new_id()}"
@@ -126,7 +128,11 @@ def resource_turn_plan(env: TurnEnv, inp: TurnInput) -> ResourcePlan[TurnOutcome
     others = {t: w for t, w in windows.items() if t != inp.thread_id}
     out.record = _view(env, out.record, shared, others, now, actor_model=inp.actor_model)
     out.status = status_event(
-        env, out.record, env.counter.count_messages(out.window), inp.step_number
+        env,
+        out.record,
+        env.counter.count_messages(out.window),
+        inp.step_number,
+        spend=inp.spend.status(now) if inp.spend is not None else None,
     )
     if inp.emit_status:
         emit_event(env, inp, out.status)
@@ -186,11 +192,21 @@ def _observe_due(
     threshold = env.message_threshold(out.record)
     if not any(todo.values()) or (not forced and total < threshold):
         return shared
+    if not forced and not cadence_due(env, out.record):
+        return shared  # not a turn the cadence observes on
+    manual = inp.force_observe and inp.trigger == "manual"
+    if not (yield from may_start(env, inp, "observation", explicit=manual)):
+        return shared  # the spend budget is used up: nothing leaves the window
     cycle = _Cycle(env, inp, out.record, "observation", total, sorted(t for t in todo if todo[t]))
     yield from cycle.start()
     try:
         shared = yield from observe_threads_plan(
-            env, shared["resource_id"], shared, todo, threshold=0 if forced else threshold
+            env,
+            shared["resource_id"],
+            shared,
+            todo,
+            threshold=0 if forced else threshold,
+            cycle_id=cycle.cycle_id,
         )
     except Exception as exc:
         yield from cycle.failed(exc)
@@ -221,11 +237,14 @@ def _reflect_due(
         inp.force_reflect or tokens >= env.config.reflection.observation_tokens_abs
     ):
         return shared
+    explicit = inp.force_reflect and inp.trigger == "manual"
+    if not (yield from may_start(env, inp, "reflection", explicit=explicit)):
+        return shared  # the spend budget is used up: the log stays as it is
     cycle = _Cycle(env, inp, out.record, "reflection", tokens, [])
     yield from cycle.start()
     try:
         shared = yield from reflect_resource_plan(
-            env, shared["resource_id"], shared, thread_id=inp.thread_id
+            env, shared["resource_id"], shared, thread_id=inp.thread_id, cycle_id=cycle.cycle_id
         )
     except Exception as exc:
         yield from cycle.failed(exc)

@@ -33,7 +33,7 @@ from langchain_om._plans.types import (
     TurnInput,
     require_thread_id,
 )
-from langchain_om.events import StatusEvent
+from langchain_om.events import SpendStatus, StatusEvent
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,8 @@ class StandaloneRequest:
     trigger: Trigger = "manual"
     actor_model: str | None = None
     """``provider/model`` of the agent's model, when the caller knows it."""
+    over_budget: bool = False
+    """Run an explicit cycle even while the spend budget is used up."""
 
 
 @dataclass
@@ -60,6 +62,8 @@ class ThreadState:
     jobs: list[BackgroundJob] = field(default_factory=list)
     title_pinned: bool = False
     """The record's title is the one the application pinned (``rename_thread``)."""
+    spend: SpendStatus | None = None
+    """The spend budget read for a status without a step (``status`` and ``inspect``)."""
 
 
 def merge_messages(window: list[BaseMessage], messages: Sequence[BaseMessage]) -> None:
@@ -130,6 +134,7 @@ def step_plan(env: TurnEnv, req: StandaloneRequest) -> Plan[ThreadState]:
         force_reflect=req.force_reflect,
         trigger=req.trigger,
         actor_model=req.actor_model,
+        over_budget=req.over_budget,
     )
     try:
         outcome = yield from turn_plan(env, inp)

@@ -20,6 +20,8 @@ Namespaces (all under ``"langchain_om"``):
   the thread (``rename_thread``); it wins over the Observer's until unpinned.
 * ``("langchain_om", "search", <resource_id or "_">)`` — documents for the store's vector index
   (archived messages and observation groups), written when ``retrieval.vector`` is on.
+* ``("langchain_om", "spend", "thread" | "resource", <id>)`` key ``"ledger"`` — what memory's
+  own model calls spent for a thread or a resource over the last day (``spend`` budgets).
 * ``("langchain_om", "obsarchive", <thread_id>)`` — archive mode's retired observation groups,
   one entry per archive cycle, key = the entry's archive id (content-derived, so two branches
   never share a key); each entry names the ids of the entries before it on its chain.
@@ -169,6 +171,27 @@ def title_pin_put_op(thread_id: str, title: str | None, *, pinned_at: str = "") 
     """Put op pinning ``title`` as the thread's title (``None``: unpinning it)."""
     value = {"title": title, "pinned_at": pinned_at} if title is not None else None
     return PutOp(titles_ns(thread_id), "pinned", value, index=False)
+
+
+SPEND_KEY = "ledger"
+
+
+def spend_ns(per: Literal["thread", "resource"], owner: str) -> tuple[str, ...]:
+    """Namespace of the spend ledger of a thread or a resource (key ``"ledger"``)."""
+    label = thread_label(owner) if per == "thread" else resource_label(owner)
+    return (ROOT, "spend", per, label)
+
+
+def spend_get_op(per: Literal["thread", "resource"], owner: str) -> GetOp:
+    """Get op for the spend ledger of a thread or a resource."""
+    return GetOp(spend_ns(per, owner), SPEND_KEY)
+
+
+def spend_put_op(
+    per: Literal["thread", "resource"], owner: str, ledger: Mapping[str, Any]
+) -> PutOp:
+    """Put op storing the spend ledger of a thread or a resource."""
+    return PutOp(spend_ns(per, owner), SPEND_KEY, dict(ledger), index=False)
 
 
 def buffer_backoff_get_op(thread_id: str) -> GetOp:
@@ -748,6 +771,7 @@ def forget_plan(thread_id: str, resource_id: str | None) -> Plan[None]:
             state_delete_op(thread_id),
             PutOp(threads_ns(resource_id), thread_id, None),
             title_pin_put_op(thread_id, None),
+            PutOp(spend_ns("thread", thread_id), SPEND_KEY, None),
             *pending,
         ]
     )

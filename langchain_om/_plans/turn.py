@@ -60,6 +60,7 @@ from langchain_om._plans.observation import observe_plan
 from langchain_om._plans.read_only import read_only_plan
 from langchain_om._plans.reflection import reflect_plan
 from langchain_om._plans.resource_turn import resource_turn_plan
+from langchain_om._plans.spend import cadence_due, count_turn, guarded, may_start
 from langchain_om._plans.storage import (
     backoff_get_op,
     backoff_put_op,
@@ -200,7 +201,11 @@ def _new_record(env: TurnEnv, inp: TurnInput, now: datetime) -> OMRecord:
 
 
 def turn_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
-    """One step (see the module docstring)."""
+    """One step (see the module docstring), under its spend budget when one is set."""
+    return (yield from guarded(env, inp, lambda guarded_inp: _turn(env, guarded_inp)))
+
+
+def _turn(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
     if env.config.scope == "resource" and env.config.enabled:  # one log per resource
         inp = replace(inp, window=with_ids(inp.window))
         return (yield from cast("Plan[TurnOutcome]", resource_turn_plan(env, inp)))
@@ -221,7 +226,7 @@ def turn_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
     if inp.allow_reflect:
         yield from _reflection_step(step)
     if step.buffering and inp.allow_observe and not env.running(step.obs_key):
-        _start_buffer(step)
+        yield from _start_buffer(step)
     _close(step)
     return out
 
@@ -231,6 +236,7 @@ def _prepare(step: _Step) -> Plan[_Step]:
     env, out, cfg = step.env, step.out, step.env.config
     earlier = out.record.get("last_activity_at")
     out.stamped = stamp_messages(out.window, step.now, earlier=str(earlier) if earlier else None)
+    out.record = count_turn(env, out.record, out.stamped)
     if cfg.temporal_markers:
         insert_gap_reminder(env, step.inp, out, step.now)
     if step.buffering:
@@ -330,6 +336,8 @@ def _observe_due(step: _Step) -> Plan[None]:
     forced = inp.force_observe or recovers_overflow(env, inp)
     if not (forced or step.trigger_tokens >= sync_at):
         return
+    if not forced and not cadence_due(env, out.record):
+        return  # not a turn the cadence observes on: the messages wait in the window
     block_after = env.config.observation.block_after_tokens
     # An explicit observe() reports its failure whatever the policy; a turn follows it.
     manual = inp.force_observe and inp.trigger == "manual"
@@ -349,6 +357,8 @@ def _observe_due(step: _Step) -> Plan[None]:
     cut = floor_cut(out.window, cut, env.config.keep_last_messages)
     if cut <= 0:
         return
+    if not (yield from may_start(env, inp, "observation", explicit=manual)):
+        return  # the spend budget is used up: nothing leaves the window
     batch = out.window[:cut]
     cursor = out.record["observed_message_count"]
     try:
@@ -456,10 +466,10 @@ def _uncovered(
     return buffer_candidates(window[covered:], idle=idle)
 
 
-def _start_buffer(step: _Step) -> None:
+def _start_buffer(step: _Step) -> Plan[None]:
     """6. Start a background buffer when an interval of uncovered tokens has built up."""
     env, inp, out = step.env, step.inp, step.out
-    if _backing_off(step.buffer_failed, step.now):
+    if _backing_off(step.buffer_failed, step.now) or not cadence_due(env, out.record):
         return
     candidates = _uncovered(step.chain, out.window, idle=inp.idle)
     unbuffered = env.counter.count_messages(candidates) if candidates else 0
@@ -470,7 +480,7 @@ def _start_buffer(step: _Step) -> None:
         threshold=step.threshold,
         interval=interval,
         idle=inp.idle,
-    ):
+    ) and (yield from may_start(env, inp, "observation", background=True)):
         cycle_id = announce_buffering(env, inp, out.record, "observation", unbuffered)
         out.jobs.append(
             _buffer_job(env, inp, out.record, step.chain, candidates, cycle_id, step.buffer_failed)
@@ -502,6 +512,7 @@ def _close(step: _Step) -> None:
         projected_removal=projected,
         reflection=step.reflection,
         reflecting=step.scheduled(step.ref_key),
+        spend=inp.spend.status(step.now) if inp.spend is not None else None,
     )
     if inp.emit_status:
         emit_event(env, inp, out.status)
@@ -540,12 +551,15 @@ def _reflection_step(step: _Step) -> Plan[None]:
     ):
         yield from _reflect_now(step)
     elif step.buffering and stored is None:
-        _start_background_reflection(step)
+        yield from _start_background_reflection(step)
 
 
 def _reflect_now(step: _Step) -> Plan[None]:
     inp, out = step.inp, step.out
     record = out.record
+    explicit = inp.trigger == "manual" and inp.force_reflect
+    if not (yield from may_start(step.env, inp, "reflection", explicit=explicit)):
+        return  # the spend budget is used up: the log stays as it is
     try:
         out.record = yield from reflect_plan(step.env, inp, record)
     except CycleFailedError as exc:
@@ -564,7 +578,7 @@ def _reflect_now(step: _Step) -> Plan[None]:
         step.reflection = step.reflection_failed = None
 
 
-def _start_background_reflection(step: _Step) -> None:
+def _start_background_reflection(step: _Step) -> Plan[None]:
     env, inp, out = step.env, step.inp, step.out
     record = out.record
     start_at = env.config.reflection.buffer_start_tokens
@@ -576,7 +590,7 @@ def _start_background_reflection(step: _Step) -> None:
     ):
         return
     ids = select_reflection_slice(record["groups"], start_at)
-    if not ids:
+    if not ids or not (yield from may_start(env, inp, "reflection", background=True)):
         return
     slice_tokens = sum(g["tokens"] for g in record["groups"] if g["id"] in set(ids))
     cycle_id = announce_buffering(env, inp, record, "reflection", slice_tokens)
@@ -598,15 +612,21 @@ def _backing_off(failed: BackoffState | None, now: datetime) -> bool:
 
 def idle_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
     """At turn end (``buffer_on_idle``): buffer whatever is not covered yet."""
+    return (yield from guarded(env, inp, lambda guarded_inp: _idle(env, guarded_inp)))
+
+
+def _idle(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
     out = TurnOutcome(record=_new_record(env, inp, env.now()), window=list(inp.window))
     if not env.config.buffering_enabled or env.running(obs_key(inp.thread_id)):
         return out
     out.window = with_ids(out.window)
+    if not cadence_due(env, out.record, idle=True):
+        return out
     buffered = yield from _load_buffered(out.record, out.window)
     if _backing_off(buffered.buffer_failed, env.now()):
         return out
     candidates = _uncovered(buffered.chain, out.window, idle=True)
-    if candidates:
+    if candidates and (yield from may_start(env, inp, "observation", background=True)):
         out.jobs.append(
             _buffer_job(
                 env, inp, out.record, buffered.chain, candidates, None, buffered.buffer_failed

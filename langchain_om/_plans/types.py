@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from langchain_core.messages import BaseMessage
 
@@ -17,7 +17,7 @@ from langchain_om._core.types import OMRecord
 from langchain_om._plans.effects import ModelCall, Plan
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import OMUsageError
-from langchain_om.events import OMEvent, StatusEvent
+from langchain_om.events import OMEvent, SpendStatus, StatusEvent
 from langchain_om.extractors import Extractor
 
 Trigger = Literal["manual", "turn-sync", "async-buffer"]
@@ -106,6 +106,14 @@ class TurnEnv:
         )
 
 
+class SpendWatch(Protocol):
+    """A step's spend guard, as the step sees it (see :mod:`langchain_om._plans.spend`)."""
+
+    def status(self, now: datetime) -> SpendStatus:
+        """The ``spend`` part of the step's ``data-om-status``."""
+        ...
+
+
 @dataclass
 class TurnInput:
     """The state a turn starts from."""
@@ -133,6 +141,10 @@ class TurnInput:
     """The agent's model call overflowed its context: observe now, keeping the current turn."""
     configurable: Mapping[str, Any] | None = None
     """The run config's ``configurable`` (agents and graphs; ``None`` for standalone calls)."""
+    over_budget: bool = False
+    """An explicit ``observe()``/``reflect()`` runs even while the spend budget is used up."""
+    spend: SpendWatch | None = None
+    """The step's spend guard (set by :func:`~langchain_om._plans.spend.guarded`)."""
 
 
 def _no_structured(request: StructuredRequest) -> Any:

@@ -86,6 +86,16 @@ def test_bad_observer_replies_example_archives_nothing_until_a_real_reply(
     assert number(r"turn 7: \d+ messages in the window, (\d+) archived", out) > 0
 
 
+def test_spend_cap_example_stops_calls_and_resumes(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_example("spend_cap.py", capsys)
+    assert "memory calls in 10 turns: 3" in out
+    assert "turns that skipped a cycle: 6 budget: cycles_per_hour" in out
+    assert "3 / 3 cycles this hour · used up" in out
+    assert "observe() refused: spend.cycles_per_hour" in out
+    assert "an hour later, memory calls: 4" in out
+    assert "with every_n_turns=3, observed on turns: [3, 6, 9]" in out
+
+
 @pytest.mark.postgres
 def test_postgres_example_archives_in_postgres(capsys: pytest.CaptureFixture[str]) -> None:
     require_postgres()  # the example reads LANGCHAIN_OM_POSTGRES_URL, as the tests do

@@ -544,6 +544,23 @@ TABLE: list[Changes | Refused] = [
         Script({"reflection": {"observation_tokens": 1_500}}, switch_actor_at=14, turns=16),
     ),
     Changes("reflection.block_after", {}, _ref(block_after=1.01), REFLECT_BUFFER),
+    # spend control: fewer model calls (and data-om-spend-limit events) once a limit is used up
+    *[
+        Changes(f"spend.{name}", {}, {"spend": {name: value}})
+        for name, value in (
+            ("tokens_per_hour", 2_000),
+            ("tokens_per_day", 2_000),
+            ("cycles_per_hour", 1),
+            ("cycles_per_day", 1),
+        )
+    ],
+    Changes(
+        "spend.per",
+        {"spend": {"cycles_per_hour": 1}},
+        {"spend": {"cycles_per_hour": 1, "per": "resource"}},  # the events name the resource
+    ),
+    Changes("cadence.every_n_turns", {}, {"cadence": {"every_n_turns": 3}}),
+    Changes("cadence.session_end", {}, {"cadence": {"session_end": True}}),
 ]
 
 

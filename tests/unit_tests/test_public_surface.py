@@ -48,6 +48,7 @@ PINNED: dict[str, list[str]] = {
         "ReflectionConfig",
         "ReflectorOutputError",
         "RetrievalConfig",
+        "SpendLimitError",
         "StorageError",
         "ThreadSnapshot",
         "TokenCounter",
@@ -64,6 +65,7 @@ PINNED: dict[str, list[str]] = {
         "main",
     ],
     "langchain_om.config": [
+        "CadenceConfig",
         "ContinuationHints",
         "DEFAULT_MODEL",
         "Hooks",
@@ -72,6 +74,7 @@ PINNED: dict[str, list[str]] = {
         "ObservationalMemoryConfig",
         "ReflectionConfig",
         "RetrievalConfig",
+        "SpendConfig",
         "parse_duration",
     ],
     "langchain_om.display": [
@@ -98,6 +101,7 @@ PINNED: dict[str, list[str]] = {
         "ObservationalMemoryError",
         "ObserverOutputError",
         "ReflectorOutputError",
+        "SpendLimitError",
         "StorageError",
     ],
     "langchain_om.eval": [
@@ -222,6 +226,7 @@ PINNED: dict[str, list[str]] = {
         "ActivationEvent",
         "ArchiveEvent",
         "ArchiveStatus",
+        "BudgetUsage",
         "BufferedObservationsStatus",
         "BufferedReflectionStatus",
         "BufferingEndEvent",
@@ -233,6 +238,8 @@ PINNED: dict[str, list[str]] = {
         "ObservationEndEvent",
         "ObservationFailedEvent",
         "ObservationStartEvent",
+        "SpendLimitEvent",
+        "SpendStatus",
         "StatusEvent",
         "TemporalGapEvent",
         "ThreadUpdateEvent",
