@@ -22,7 +22,7 @@ from typing import Any, NamedTuple, cast
 
 from langchain_core.messages import BaseMessage
 
-from langchain_om._core.backoff import BackoffState, decide_attempt
+from langchain_om._core.backoff import BackoffState
 from langchain_om._core.dates import iso, stamp_messages
 from langchain_om._core.floor import floor_chunks, floor_cut
 from langchain_om._core.line_edits import LOG_EDIT_KEY, same_mark
@@ -41,6 +41,7 @@ from langchain_om._plans.buffer import (
     activate_reflection,
     activation_plan,
     announce_buffering,
+    backing_off,
     buffer_plan,
     reflection_buffer_plan,
     reflection_failure,
@@ -58,6 +59,7 @@ from langchain_om._plans.effects import AwaitBackground, Plan, StoreBatch
 from langchain_om._plans.observation import observe_plan
 from langchain_om._plans.read_only import read_only_plan
 from langchain_om._plans.reflection import reflect_plan
+from langchain_om._plans.resource_buffer import idle_buffer_plan
 from langchain_om._plans.resource_turn import resource_turn_plan
 from langchain_om._plans.storage import (
     backoff_get_op,
@@ -68,6 +70,7 @@ from langchain_om._plans.storage import (
     reflection_delete_op,
 )
 from langchain_om._plans.turn_rules import (
+    BLOCK_WAIT_SECONDS,
     arrives_oversized,
     buffer_candidates,
     early_trigger,
@@ -86,9 +89,6 @@ from langchain_om._plans.types import (
 )
 from langchain_om.errors import CycleFailedError, ModelTierExceededError
 from langchain_om.events import ContextOverflowEvent
-
-BLOCK_WAIT_SECONDS = 60.0
-"""How long a step beyond ``block_after`` waits for an in-flight buffer."""
 
 
 class _Buffered(NamedTuple):
@@ -456,7 +456,7 @@ def _uncovered(
 def _start_buffer(step: _Step) -> None:
     """6. Start a background buffer when an interval of uncovered tokens has built up."""
     env, inp, out = step.env, step.inp, step.out
-    if _backing_off(step.buffer_failed, step.now):
+    if backing_off(step.buffer_failed, step.now):
         return
     candidates = _uncovered(step.chain, out.window, idle=inp.idle)
     unbuffered = env.counter.count_messages(candidates) if candidates else 0
@@ -569,7 +569,7 @@ def _start_background_reflection(step: _Step) -> None:
         record["observation_tokens"] < start_at
         or len(record["groups"]) <= 1
         or env.running(step.ref_key)
-        or _backing_off(step.reflection_failed, step.now)
+        or backing_off(step.reflection_failed, step.now)
     ):
         return
     ids = select_reflection_slice(record["groups"], start_at)
@@ -588,18 +588,16 @@ def _start_background_reflection(step: _Step) -> None:
     out.jobs.append(BackgroundJob(step.ref_key, plan))
 
 
-def _backing_off(failed: BackoffState | None, now: datetime) -> bool:
-    """Whether a failed background reflection's delay has not passed yet (then no new one)."""
-    return decide_attempt(failed, now=now, tokens=0, block_after=1).action != "attempt"
-
-
 def idle_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
     """At turn end (``buffer_on_idle``): buffer whatever is not covered yet."""
     out = TurnOutcome(record=_new_record(env, inp, env.now()), window=list(inp.window))
+    if env.config.buffering_enabled and env.config.scope == "resource":
+        yield from cast("Plan[None]", idle_buffer_plan(env, inp, out))
+        return out
     if not env.config.buffering_enabled or env.running(obs_key(inp.thread_id)):
         return out
     buffered = yield from _load_buffered(out.record, out.window)
-    if _backing_off(buffered.buffer_failed, env.now()):
+    if backing_off(buffered.buffer_failed, env.now()):
         return out
     candidates = _uncovered(buffered.chain, out.window, idle=True)
     if candidates:
