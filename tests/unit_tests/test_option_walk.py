@@ -609,9 +609,7 @@ RESOURCE_CHANGES: list[Changes] = [
         _ref(block_after=50_000),
         Script(RESOURCE.options, reflector=_failing),
     ),
-    Changes(
-        "observation.buffer_tokens", {}, _obs(buffer_tokens=False), Script(BUFFERED_RESOURCE)
-    ),
+    Changes("observation.buffer_tokens", {}, _obs(buffer_tokens=False), Script(BUFFERED_RESOURCE)),
     Changes(
         "activate_after_idle",
         {},
