@@ -37,11 +37,22 @@ from langchain_om._core.resource_chunks import (
 from langchain_om.events import ActivationEvent, BufferingEndEvent, OMEvent
 from langchain_om.testing import FunctionChatModel
 from tests.helpers import FIXED, thread_observer_reply
+from tests.unit_tests.test_resource_frontdoors import (
+    DOORS,
+    FACT,
+    actor,
+    resource_memory,
+    system_text,
+)
 
 USERS = {"a1": "alice", "a2": "alice", "b1": "bob"}
 WORDS = {"alice": "violin Oslo fjord", "bob": "cactus Lima desert"}
 """What each user talks about: the other user's words must never reach them."""
 FILLER = "and some more about my week " * 5
+FRONT_FILLER = (
+    "then we talked about the garden, the rainy weather, the trip to the coast we planned "
+    "for June, and the book about old lighthouses I started reading last night"
+)
 
 
 def options(**overrides: Any) -> dict[str, Any]:
@@ -337,3 +348,33 @@ def test_pruning_drops_overtaken_and_forgotten_parts_and_what_follows_them() -> 
     assert [c["observed"] for c in kept] == [{"a2": ["n1"]}], "m3 follows the dropped part"
     forgotten = prune_chunks(record, {"a1": {"m1", "m2", "m3"}})  # a2's messages are gone
     assert [c["observed"] for c in forgotten] == [{"a1": ["m1", "m2"]}, {"a1": ["m3"]}]
+
+
+# -- every front door ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(DOORS))
+def test_buffered_observations_reach_the_other_thread_through_every_front_door(
+    name: str,
+) -> None:
+    events: list[OMEvent] = []
+    memory = resource_memory(
+        observation={"message_tokens": 250, "buffer_tokens": 60}, on_debug_event=events.append
+    )
+    door, model = DOORS[name], actor()
+
+    def say(thread: str, resource: str, text: str) -> None:
+        door(memory, model, thread, resource, text)
+        memory.wait_for_background()
+
+    say("A", "u1", f"{FACT}. {FRONT_FILLER}")
+    for i in range(6):
+        say("A", "u1", f"turn {i}: {FRONT_FILLER}")
+    assert [e for e in events if isinstance(e, ActivationEvent)], "nothing was activated"
+    model.reset()
+    say("B", "u1", "Where does Zelda live?")
+    assert f"User said: {FACT}" in system_text(model.calls[0]), "observed, not only recent"
+    model.reset()
+    say("C", "u2", "Where does Zelda live?")
+    assert "Zelda" not in system_text(model.calls[0])
+    memory.close()
