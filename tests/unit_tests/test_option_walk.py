@@ -611,6 +611,21 @@ RESOURCE_CHANGES: list[Changes] = [
     ),
     Changes("observation.buffer_tokens", {}, _obs(buffer_tokens=False), Script(BUFFERED_RESOURCE)),
     Changes(
+        "observation.buffer_on_idle",
+        {},
+        _obs(buffer_on_idle=True),
+        Script(BUFFERED_RESOURCE, standalone=True),
+    ),
+    Changes(
+        "observation.buffer_activation", {}, _obs(buffer_activation=0.3), Script(BUFFERED_RESOURCE)
+    ),
+    Changes(
+        "observation.block_after",
+        {},
+        _obs(block_after=3),
+        Script(BUFFERED_RESOURCE, background=False),
+    ),
+    Changes(
         "activate_after_idle",
         {},
         {"activate_after_idle": "5m"},
