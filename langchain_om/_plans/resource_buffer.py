@@ -54,7 +54,7 @@ from langchain_om._plans.buffer import (
     backing_off,
     failed_backoff,
 )
-from langchain_om._plans.cycles import CycleBody, run_cycle, status_event
+from langchain_om._plans.cycles import Cycle, CycleBody, run_cycle, status_event
 from langchain_om._plans.effects import AwaitBackground, Plan, StoreBatch
 from langchain_om._plans.resource import (
     ResourcePlan,
@@ -316,7 +316,7 @@ def _buffer_plan(
     background = replace(inp, emit=None)
     thread_record = cast(OMRecord, record)
 
-    def body(cycle: Any) -> ResourcePlan[tuple[OMRecord, dict[str, Any]]]:
+    def body(cycle: Cycle) -> ResourcePlan[tuple[OMRecord, dict[str, Any]]]:
         try:
             delta = yield from threads_delta_plan(
                 env, resource_id, basis, todo, trigger="async-buffer", cycle_id=cycle.cycle_id
