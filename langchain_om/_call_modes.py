@@ -148,7 +148,8 @@ def frequency_penalty(
         OMConfigError: a number is configured and ``model`` has no such setting.
     """
     section = "observation" if role == "observer" else "reflection"
-    setting = getattr(config, section).model_settings.frequency_penalty
+    options = config.observation if role == "observer" else config.reflection
+    setting: float | str | None = options.model_settings.frequency_penalty
     if setting == "auto":
         return (
             SMALL_MODEL_FREQUENCY_PENALTY if small_model(model) and _takes_penalty(model) else None
@@ -158,7 +159,7 @@ def frequency_penalty(
             f"{role} model {type(model).__name__} has no frequency_penalty setting; set "
             f"{section}.model_settings.frequency_penalty='auto' or None for it."
         )
-    return setting
+    return None if isinstance(setting, str) else setting
 
 
 def _with_penalty(

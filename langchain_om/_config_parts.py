@@ -523,7 +523,8 @@ class ObservationConfig(OptionGroup):
     def buffer_interval_tokens(self) -> int | None:
         """Absolute buffering interval in tokens; None when ``buffer_tokens`` is False.
 
-        Resource scope turns buffering off too: see ``ObservationalMemoryConfig.buffering_enabled``.
+        Resource scope buffers only when it is given: see
+        ``ObservationalMemoryConfig.buffering_enabled``.
         """
         value = self.buffer_tokens
         if value is False:

@@ -71,16 +71,14 @@ def _hook_set(name: str) -> _Test:
     return lambda c: getattr(c.hooks, name) is not None
 
 
-def _activates(name: str) -> _Test:
-    """Whether a config sets the activation option ``name`` at the top or for either cycle."""
-    return lambda c: getattr(c, name) or getattr(c.observation, name) or getattr(c.reflection, name)
-
-
 def _in_resource_scope(test: _Test) -> Callable[[ObservationalMemoryConfig], bool]:
     return lambda c: c.scope == "resource" and bool(test(c))
 
 
-_BUFFERS_NOTHING = "it activates buffered work early, and resource scope buffers nothing."
+_REFLECTS_IN_TURN = (
+    "it activates a buffered reflection early, and resource scope reflects its shared log "
+    "synchronously (only observations are buffered)."
+)
 _NO_EXTRACTORS = "extractors do not run in resource scope yet"
 _RESOURCE_ONLY: tuple[tuple[str, _Test, str], ...] = (
     (
@@ -104,8 +102,16 @@ _RESOURCE_ONLY: tuple[tuple[str, _Test, str], ...] = (
         "resource scope triggers on the estimated tokens of all the resource's threads; the "
         "provider-reported usage of one thread's reply is not used.",
     ),
-    ("activate_after_idle", _activates("activate_after_idle"), _BUFFERS_NOTHING),
-    ("activate_on_provider_change", _activates("activate_on_provider_change"), _BUFFERS_NOTHING),
+    (
+        "reflection.activate_after_idle",
+        lambda c: c.reflection.activate_after_idle,
+        _REFLECTS_IN_TURN,
+    ),
+    (
+        "reflection.activate_on_provider_change",
+        lambda c: c.reflection.activate_on_provider_change,
+        _REFLECTS_IN_TURN,
+    ),
     (
         "read_only",
         lambda c: c.read_only,

@@ -109,7 +109,7 @@ def _over_notes(memory: ObservationalMemory, status: StatusEvent) -> list[str]:
         limit = config.reflection.block_after_tokens
         why = (
             "the Reflector condenses the log in the background"
-            if config.buffering_enabled
+            if config.buffering_enabled and config.scope == "thread"
             else "the last reflection failed or is backing off"
         )
         notes.append(

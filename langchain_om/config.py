@@ -122,7 +122,7 @@ class ObservationalMemoryConfig(OptionGroup):
     Cannot be combined with observation.model or reflection.model."""
     scope: MemoryScope = "thread"
     """'thread' keeps one observation log per thread; 'resource' shares one across all threads
-    of a resource (experimental; turns async buffering off)."""
+    of a resource (experimental; async buffering only with observation.buffer_tokens set)."""
     activate_after_idle: IdleAfter = None
     """Idle time (ms, '5m', 'auto') after which buffered observations activate below the
     threshold; None or False = off. Reflection does not inherit it."""
@@ -236,29 +236,49 @@ class ObservationalMemoryConfig(OptionGroup):
                 "Leave spend.per out (resource scope budgets per resource), or use scope='thread'.",
                 option="spend.per",
             )
-        if thread and self.share_token_budget and self.observation.buffer_tokens is not False:
+        buffers = self.observation.buffer_tokens is not False and (
+            self.scope == "thread" or self._buffers_in_resource_scope
+        )
+        if self.share_token_budget and buffers:
             raise InvalidOption(
                 "needs async buffering off",
                 "Set observation.buffer_tokens=False, or share_token_budget=False.",
                 option="share_token_budget",
             )
-        ignored = [] if thread else self._explicit_buffering_options()
+        ignored = [] if self.scope == "thread" else self._ignored_buffering_options()
         if ignored:
             warnings.warn(
-                f"Async buffering is disabled in resource scope; ignoring {', '.join(ignored)}. "
-                "Remove them or use scope='thread'.",
+                f"Async buffering in resource scope {self._resource_buffering_note}; ignoring "
+                f"{', '.join(ignored)}. Remove them or use scope='thread'.",
                 UserWarning,
                 stacklevel=_caller_stacklevel(),
             )
         return self
 
-    def _explicit_buffering_options(self) -> list[str]:
+    @property
+    def _buffers_in_resource_scope(self) -> bool:
+        """Resource scope buffers when ``observation.buffer_tokens`` is given (not False)."""
+        observation = self.observation
+        return "buffer_tokens" in observation.model_fields_set and (
+            observation.buffer_tokens is not False
+        )
+
+    @property
+    def _resource_buffering_note(self) -> str:
+        if self._buffers_in_resource_scope:
+            return "buffers observations only (the shared log is reflected synchronously)"
+        return "is off unless observation.buffer_tokens is set"
+
+    def _ignored_buffering_options(self) -> list[str]:
+        """Resource scope: the buffering options set explicitly that change nothing."""
         observation, explicit = self.observation, self.observation.model_fields_set
+        found: list[str] = []
         if "buffer_tokens" in explicit and observation.buffer_tokens is False:
-            return []  # the user turned buffering off already
-        names = ["buffer_tokens", "buffer_activation", "block_after"]
-        names += ["buffer_on_idle"] if observation.buffer_on_idle else []
-        found = [f"observation.{name}" for name in names if name in explicit]
+            return found  # the user turned buffering off already
+        if not self._buffers_in_resource_scope:
+            names = ["buffer_activation", "block_after"]
+            names += ["buffer_on_idle"] if observation.buffer_on_idle else []
+            found = [f"observation.{name}" for name in names if name in explicit]
         if "buffer_activation" in self.reflection.model_fields_set:
             found.append("reflection.buffer_activation")
         return found
@@ -298,10 +318,14 @@ class ObservationalMemoryConfig(OptionGroup):
 
     @property
     def buffering_enabled(self) -> bool:
-        """Whether async buffering runs: enabled, not read-only, thread scope, buffer_tokens set."""
+        """Whether async buffering of observations runs.
+
+        It does when memory is enabled, not read-only and ``observation.buffer_tokens`` is not
+        False; in resource scope only when ``observation.buffer_tokens`` is given.
+        """
         buffer_tokens = self.observation.buffer_tokens
-        active = self.enabled and not self.read_only
-        return active and self.scope == "thread" and buffer_tokens is not False
+        active = self.enabled and not self.read_only and buffer_tokens is not False
+        return active and (self.scope == "thread" or self._buffers_in_resource_scope)
 
     @property
     def spend_per(self) -> Literal["thread", "resource"]:

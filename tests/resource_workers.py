@@ -30,6 +30,9 @@ from tests.helpers import FIXED, thread_observer_reply
 from tests.mp_workers import open_memory
 
 RESOURCE = "shared-user"
+TOPICS = "about the garden, the rainy weather, a trip to the coast and the book I started"
+"""A user message's words (varied: the scripted Observer quotes them, and repeated words
+would read as a looping reply)."""
 
 
 def resource_env() -> TurnEnv:
@@ -65,7 +68,7 @@ def open_handler(spec: dict[str, Any]) -> tuple[Any, ResourceHandler]:
 
 def turn(thread: str, i: int) -> list[BaseMessage]:
     return [
-        HumanMessage(f"{thread} turn {i}: " + "words " * 20, id=f"{thread}-h{i}"),
+        HumanMessage(f"{thread} turn {i}: {TOPICS}", id=f"{thread}-h{i}"),
         AIMessage(f"ok {i}", id=f"{thread}-a{i}"),
     ]
 
@@ -93,12 +96,17 @@ def drive(spec: dict[str, Any]) -> None:
 
 
 def resource_memory(spec: dict[str, Any]) -> Any:
-    """A resource-scope memory on ``spec``'s backend, with the per-thread scripted Observer."""
+    """A resource-scope memory on ``spec``'s backend, with the per-thread scripted Observer
+    (buffering with ``spec["buffer_tokens"]``, when given)."""
     return open_memory(
         spec,
         model=FunctionChatModel(function=thread_observer_reply, delay=0.01),
         scope="resource",
-        observation={"message_tokens": 120, "buffer_tokens": False, "max_tokens_per_batch": 150},
+        observation={
+            "message_tokens": 120,
+            "buffer_tokens": spec.get("buffer_tokens", False),
+            "max_tokens_per_batch": 150,
+        },
         obscure_thread_ids=False,
     )
 

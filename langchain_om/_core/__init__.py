@@ -48,6 +48,7 @@ Modules:
     output_modes: which output mode and Observer prompt variant a model gets.
     invented: observation lines about tool calls no observed message contains.
     resource: resource scope's shared log: batching, thread labels, merging, deltas applied once.
+    resource_chunks: resource scope's buffered chunks: stored, pruned and activated once.
     archive: archive mode: which groups retire, and the catalog of them the agent sees.
     receipts: the archive positions each observation line was written from; tokens saved.
     recall_code: recall code mode's interpreter (a small, side-effect-free subset of Python).

@@ -13,6 +13,9 @@ functions compute:
   latest stored record — the same way whether the record changed since it was read or not, so
   a compare-and-set conflict is retried without calling the Observer again, and a message
   already observed (by another process) is never applied twice.
+
+Buffered observations (:class:`ResourceChunk`) wait in the record itself until they are
+activated; :mod:`langchain_om._core.resource_chunks` adds and activates them.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any, TypedDict
 
 __all__ = [
     "RESOURCE_RECORD_VERSION",
+    "ResourceChunk",
     "ResourceDelta",
     "ResourceRecord",
     "Section",
@@ -60,6 +64,39 @@ class ThreadSection(TypedDict):
     """Observation lines, oldest first."""
 
 
+class ChunkSection(ThreadSection):
+    """A section of a buffered chunk, with its tokens (the chunk's size when parts drop)."""
+
+    tokens: int
+
+
+class ResourceChunk(TypedDict):
+    """Observations buffered in the background, stored in the record until activated.
+
+    A chunk is a delta (:class:`ResourceDelta`) kept for later: activating it applies it to
+    the log and removes it from the record in one compare-and-set write, so it is applied
+    exactly once.
+    """
+
+    id: str
+    """The delta's id (in ``applied`` once activated)."""
+    observed: dict[str, list[str]]
+    """Per thread id, the ids of the messages it covers, oldest first."""
+    after: dict[str, str]
+    """Per thread id, the last message id covered before it (``""``: none), so the chunks
+    of a thread form a chain that starts at its cursor."""
+    sections: list[ChunkSection]
+    labels: dict[str, str]
+    hints: dict[str, str]
+    thread_tokens: dict[str, int]
+    """Per thread id, the tokens of the messages it covers."""
+    message_tokens: int
+    """Tokens of all the messages it covers."""
+    tokens: int
+    """Tokens of its observations."""
+    created_at: str
+
+
 class ResourceRecord(TypedDict):
     """The store value of a resource: its log, its per-thread cursors and its version."""
 
@@ -79,6 +116,8 @@ class ResourceRecord(TypedDict):
     """Per thread id: ids of its messages observed so far, oldest first."""
     applied: list[str]
     """Ids of the deltas committed (the last 200), so a replayed commit is a no-op."""
+    chunks: list[ResourceChunk]
+    """Buffered observations not activated yet, oldest first."""
 
 
 def new_resource_record(resource_id: str) -> ResourceRecord:
@@ -93,6 +132,7 @@ def new_resource_record(resource_id: str) -> ResourceRecord:
         extracted={},
         cursors={},
         applied=[],
+        chunks=[],
     )
 
 
@@ -328,6 +368,7 @@ def apply_delta(latest: ResourceRecord, delta: ResourceDelta) -> tuple[ResourceR
         extracted={**latest["extracted"], **dict(delta.extracted)},
         cursors=cursors,
         applied=[*latest["applied"], delta.delta_id][-_APPLIED_KEPT:],
+        chunks=list(latest["chunks"]),
     )
     return out, True
 
@@ -335,7 +376,7 @@ def apply_delta(latest: ResourceRecord, delta: ResourceDelta) -> tuple[ResourceR
 def coerce_resource_record(value: Any, resource_id: str) -> ResourceRecord:
     """A stored value as a record (a new one when nothing usable is stored)."""
     if isinstance(value, Mapping) and value.get("v") == RESOURCE_RECORD_VERSION:
-        return dict(value)  # type: ignore[return-value]
+        return {"chunks": [], **value}  # type: ignore[typeddict-item]
     return new_resource_record(resource_id)
 
 

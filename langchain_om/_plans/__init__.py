@@ -19,6 +19,7 @@ Modules:
     spend: spend control: the budget of memory's own model calls, and the turn cadence.
     resource: resource scope: parallel batches (``Gather``) and compare-and-set commits.
     resource_turn: one thread's step in resource scope.
+    resource_buffer: resource scope's background buffer and the activation of its chunks.
     standalone: a thread's record and window kept in the store (no graph).
     titles: pinned thread titles (``rename_thread``) and their place in the record.
     recall: the recall tool's modes (messages, threads, search) and its input model.

@@ -14,11 +14,12 @@ synchronous path takes over at the threshold.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, Literal, cast
 
 from langchain_core.messages import BaseMessage
 
-from langchain_om._core.backoff import BackoffState, record_failure
+from langchain_om._core.backoff import BackoffState, decide_attempt, record_failure
 from langchain_om._core.dates import iso
 from langchain_om._core.line_edits import (
     LOG_EDIT_KEY,
@@ -65,17 +66,19 @@ def announce_buffering(
     record: OMRecord,
     operation: Literal["observation", "reflection"],
     tokens: int,
+    thread_ids: Sequence[str] = (),
 ) -> str:
     """Emit ``data-om-buffering-start`` for a job about to be scheduled; return its cycle id.
 
     The step that schedules a job announces it, so the event reaches the turn's stream.
+    ``thread_ids``: the threads it buffers (resource scope).
     """
     cycle = Cycle(env, inp, record, operation, tokens, "async-buffer")
-    cycle.emit(buffering_start(cycle))
+    cycle.emit(buffering_start(cycle, thread_ids))
     return cycle.cycle_id
 
 
-def _background_cycle(
+def background_cycle(
     env: TurnEnv,
     inp: TurnInput,
     record: OMRecord,
@@ -83,6 +86,7 @@ def _background_cycle(
     tokens: int,
     cycle_id: str | None,
 ) -> Cycle:
+    """The cycle of a background job (announced already when ``cycle_id`` is given)."""
     cycle = Cycle(env, inp, record, operation, tokens, "async-buffer")
     if cycle_id is not None:
         cycle.cycle_id, cycle.announced = cycle_id, True
@@ -111,7 +115,9 @@ def buffer_plan(
         try:
             parsed = yield from observe_in_parts(cycle, messages, pending_texts=pending_texts)
         except Exception as exc:
-            yield StoreBatch([buffer_backoff_put_op(thread_id, _failed(env, failed_before, exc))])
+            yield StoreBatch(
+                [buffer_backoff_put_op(thread_id, failed_backoff(env, failed_before, exc))]
+            )
             raise
         found = run_extractors(
             env.extractors,
@@ -161,16 +167,21 @@ def buffer_plan(
             "covered_messages": len(ids),
         }
 
-    cycle = _background_cycle(env, inp, record, "observation", tokens_in, cycle_id)
+    cycle = background_cycle(env, inp, record, "observation", tokens_in, cycle_id)
     yield from run_cycle(cycle, body)
 
 
-def _failed(env: TurnEnv, before: BackoffState | None, exc: BaseException) -> BackoffState:
+def failed_backoff(env: TurnEnv, before: BackoffState | None, exc: BaseException) -> BackoffState:
     """The backoff state after a failed background cycle (``Retry-After`` honoured)."""
     now = env.now()
     return record_failure(
         before, now=now, reason=failure_reason(exc), retry_after=retry_after_of(exc, now=now)
     )
+
+
+def backing_off(failed: BackoffState | None, now: datetime) -> bool:
+    """Whether a failed background job's delay has not passed yet (then no new one)."""
+    return decide_attempt(failed, now=now, tokens=0, block_after=1).action != "attempt"
 
 
 def activation_plan(
@@ -298,7 +309,7 @@ def reflection_buffer_plan(
             )
         except Exception as exc:
             marker = {
-                FAILED_KEY: dict(_failed(env, failed_before, exc)),
+                FAILED_KEY: dict(failed_backoff(env, failed_before, exc)),
                 "group_ids": list(group_ids),
             }
             yield StoreBatch([reflection_put_op(record["thread_id"], marker)])
@@ -330,7 +341,7 @@ def reflection_buffer_plan(
             "extraction_failures": found.failures,
         }
 
-    cycle = _background_cycle(env, inp, record, "reflection", slice_tokens, cycle_id)
+    cycle = background_cycle(env, inp, record, "reflection", slice_tokens, cycle_id)
     yield from run_cycle(cycle, body)
 
 

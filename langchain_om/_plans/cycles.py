@@ -385,10 +385,13 @@ def _end_event(cycle: Cycle, done: dict[str, Any]) -> ObservationEndEvent:
     )
 
 
-def buffering_start(cycle: Cycle) -> BufferingStartEvent:
-    """The ``data-om-buffering-start`` event of a background cycle."""
+def buffering_start(cycle: Cycle, thread_ids: Sequence[str] = ()) -> BufferingStartEvent:
+    """The ``data-om-buffering-start`` event of a background cycle (of ``thread_ids``)."""
     return BufferingStartEvent(
-        **_ids(cycle), started_at=iso(cycle.env.now()), tokens_to_buffer=cycle.tokens
+        **_ids(cycle),
+        started_at=iso(cycle.env.now()),
+        tokens_to_buffer=cycle.tokens,
+        thread_ids=list(thread_ids),
     )
 
 

@@ -53,6 +53,7 @@ from langchain_om._core.resource import (
     split_threads,
     thread_label,
 )
+from langchain_om._core.resource_chunks import prune_chunks
 from langchain_om._core.stream_reader import cut_of
 from langchain_om._core.truncation import truncate_observations
 from langchain_om._plans.effects import (
@@ -90,6 +91,7 @@ __all__ = [
     "reflect_resource_plan",
     "resource_lock_key",
     "save_pending_plan",
+    "threads_delta_plan",
 ]
 
 MAX_COMMIT_ATTEMPTS = 50
@@ -227,7 +229,7 @@ def commit_plan(
         longer applies: every thread of a delta observed by another writer, or the log
         reflected by another writer already).
     """
-    apply = (lambda r: apply_delta(r, change)) if isinstance(change, ResourceDelta) else change
+    apply = (lambda r: _observed(r, change)) if isinstance(change, ResourceDelta) else change
     latest = base
     for _ in range(MAX_COMMIT_ATTEMPTS):
         new, changed = apply(latest)
@@ -240,6 +242,14 @@ def commit_plan(
     raise RuntimeError(
         f"resource {resource_id!r}: {MAX_COMMIT_ATTEMPTS} compare-and-set conflicts in a row"
     )
+
+
+def _observed(latest: ResourceRecord, delta: ResourceDelta) -> tuple[ResourceRecord, bool]:
+    """``latest`` with an observation applied; the buffered chunks it overtook are pruned."""
+    new, changed = apply_delta(latest, delta)
+    if changed and new["chunks"]:
+        new = ResourceRecord(**{**new, "chunks": prune_chunks(new)})
+    return new, changed
 
 
 REFLECTION_NOTE = (
@@ -357,6 +367,27 @@ def observe_threads_plan(
     parallel; their answers are committed together with compare-and-set. ``cycle_id`` names
     the cycle the Observer calls belong to (traced, and counted once by a spend budget).
     """
+    delta = yield from threads_delta_plan(env, resource_id, record, windows, threshold=threshold)
+    if delta is None:
+        return record
+    return (yield from commit_plan(resource_id, record, delta))
+
+
+def threads_delta_plan(
+    env: TurnEnv,
+    resource_id: str,
+    record: ResourceRecord,
+    windows: Mapping[str, Sequence[BaseMessage]],
+    *,
+    threshold: int = 0,
+    trigger: str = "turn-sync",
+    cycle_id: str | None = None,
+) -> ResourcePlan[ResourceDelta | None]:
+    """What observing ``windows`` adds, not committed (``None``: nothing to observe).
+
+    Threads are batched as for :func:`observe_threads_plan`; ``record`` gives the previous
+    observations and hints the Observer reads, and the messages it counts as observed.
+    """
     todo = _unobserved(record, windows)
     pending = [
         ThreadPending(tid, env.counter.count_messages(msgs), _oldest(msgs))
@@ -368,19 +399,20 @@ def observe_threads_plan(
         max_tokens_per_batch=env.config.observation.max_tokens_per_batch,
     )
     if not batches:
-        return record
+        return None
     plans = [
         _observe_batch(
             env,
             resource_id,
             record,
             {t.thread_id: todo[t.thread_id] for t in batch},
+            trigger=trigger,
             cycle_id=cycle_id,
         )
         for batch in batches
     ]
     results: list[ResourceDelta] = yield Gather(plans)
-    return (yield from commit_plan(resource_id, record, _joined(results)))
+    return _joined(results)
 
 
 def _joined(deltas: Sequence[ResourceDelta]) -> ResourceDelta:
@@ -426,6 +458,7 @@ def _observe_batch(
     record: ResourceRecord,
     threads: Mapping[str, Sequence[BaseMessage]],
     *,
+    trigger: str = "turn-sync",
     cycle_id: str | None = None,
 ) -> Plan[ResourceDelta]:
     """One Observer call for a batch of threads; its answer split by thread and date."""
@@ -459,7 +492,7 @@ def _observe_batch(
         prompt,
         thread_id=next(iter(threads)),
         resource_id=resource_id,
-        trigger="turn-sync",
+        trigger=trigger,
         cycle_id=cycle_id,
         output_budget=observer_budget(
             batch_tokens, sections=2, setting=cfg.observation.output_budget

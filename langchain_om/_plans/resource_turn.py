@@ -13,9 +13,13 @@ observation log is the resource's (see :mod:`langchain_om._plans.resource`). Per
    of the other threads' recent unobserved messages, so rendering, status and every front
    door work as in thread scope.
 
+With buffering on (``observation.buffer_tokens`` set), stored chunks are activated before
+step 2 at the threshold (or on idle TTL or provider change), and a background buffer of the
+resource's threads is started after it (see :mod:`langchain_om._plans.resource_buffer`).
+
 When the shared log reaches ``reflection.observation_tokens`` it is condensed (one Reflector
-call, committed with compare-and-set; what was observed meanwhile is kept after it). Async
-buffering does not run in resource scope, so the reflection is always synchronous; while it
+call, committed with compare-and-set; what was observed meanwhile is kept after it). Only
+observations are buffered in resource scope, so the reflection is always synchronous; while it
 keeps failing, the view shows at most ``reflection.block_after`` tokens of the log.
 """
 
@@ -41,7 +45,7 @@ from langchain_om._core.resource import (
 )
 from langchain_om._core.types import OMRecord
 from langchain_om._core.window import observation_cut
-from langchain_om._plans.cycles import failure_reason, status_event
+from langchain_om._plans.cycles import failure_reason
 from langchain_om._plans.effects import HookCall
 from langchain_om._plans.resource import (
     ResourcePlan,
@@ -50,8 +54,17 @@ from langchain_om._plans.resource import (
     reflect_resource_plan,
     save_pending_plan,
 )
+from langchain_om._plans.resource_buffer import (
+    activate_all_plan,
+    activate_due_plan,
+    await_buffer_plan,
+    buffer_backoff_plan,
+    buffered_status,
+    start_buffer,
+)
 from langchain_om._plans.spend import cadence_due, count_turn, may_start
 from langchain_om._plans.storage import observed_plan
+from langchain_om._plans.turn_rules import resource_obs_key
 from langchain_om._plans.types import (
     TurnEnv,
     TurnInput,
@@ -120,20 +133,21 @@ def resource_turn_plan(env: TurnEnv, inp: TurnInput) -> ResourcePlan[TurnOutcome
             message.id = f"om-{new_id()}"
     shared, windows = yield from load_resource_plan(resource_id)
     yield from _leave(env, out, shared)
+    buffering = env.config.buffering_enabled
+    failed = (yield from buffer_backoff_plan(resource_id)) if buffering else None
+    if inp.allow_observe and buffering:
+        shared = yield from _activate_buffered(env, inp, out, shared, windows, now)
     if inp.allow_observe and inp.sync_cycles:
         shared = yield from _observe_due(env, inp, out, shared, windows)
     if inp.allow_reflect and (inp.sync_cycles or inp.force_reflect):
         shared = yield from _reflect_due(env, inp, out, shared)
+    total = _total(env, out, shared, windows, inp.thread_id)
+    if inp.allow_observe and buffering:
+        yield from start_buffer(env, inp, out, shared, windows, total=total, failed=failed)
     yield from save_pending_plan(env, resource_id, inp.thread_id, out.window)
     others = {t: w for t, w in windows.items() if t != inp.thread_id}
     out.record = _view(env, out.record, shared, others, now, actor_model=inp.actor_model)
-    out.status = status_event(
-        env,
-        out.record,
-        env.counter.count_messages(out.window),
-        inp.step_number,
-        spend=inp.spend.status(now) if inp.spend is not None else None,
-    )
+    out.status = buffered_status(env, inp, out, shared, total=total)
     if inp.emit_status:
         emit_event(env, inp, out.status)
     return out
@@ -166,6 +180,46 @@ def _cut(messages: Sequence[BaseMessage], *, keep_current_turn: bool) -> list[Ba
     return list(messages[: observation_cut(messages, keep_current_turn=keep_current_turn)])
 
 
+def _activate_buffered(
+    env: TurnEnv,
+    inp: TurnInput,
+    out: TurnOutcome,
+    shared: ResourceRecord,
+    windows: Mapping[str, Sequence[BaseMessage]],
+    now: datetime,
+) -> ResourcePlan[ResourceRecord]:
+    """Activate buffered chunks when due; beyond ``block_after``, wait for the buffer first."""
+    total = _total(env, out, shared, windows, inp.thread_id)
+    shared = yield from activate_due_plan(env, inp, out, shared, windows, total=total, now=now)
+    yield from _leave(env, out, shared)
+    if inp.sync_cycles:
+        total = _total(env, out, shared, windows, inp.thread_id)
+        shared = yield from await_buffer_plan(env, inp, out, shared, total=total)
+        yield from _leave(env, out, shared)
+    return shared
+
+
+def _total(
+    env: TurnEnv,
+    out: TurnOutcome,
+    shared: ResourceRecord,
+    windows: Mapping[str, Sequence[BaseMessage]],
+    thread_id: str,
+) -> int:
+    """Tokens toward the threshold: the thread's whole window and the others' unobserved."""
+    return env.counter.count_messages(out.window) + _others_tokens(env, shared, windows, thread_id)
+
+
+def _sync_at(env: TurnEnv, out: TurnOutcome, shared: ResourceRecord) -> int:
+    """When a step observes synchronously: ``block_after`` while a buffer is in flight.
+
+    Else at the threshold, as without buffering.
+    """
+    if env.config.buffering_enabled and env.running(resource_obs_key(shared["resource_id"])):
+        return env.config.observation.block_after_tokens
+    return env.message_threshold(out.record)
+
+
 def _observe_due(
     env: TurnEnv,
     inp: TurnInput,
@@ -173,9 +227,21 @@ def _observe_due(
     shared: ResourceRecord,
     windows: Mapping[str, Sequence[BaseMessage]],
 ) -> ResourcePlan[ResourceRecord]:
-    """Observe every thread's unobserved messages when they reach the threshold."""
-    seen = observed_ids(shared)
+    """Observe every thread's unobserved messages when they reach the threshold.
+
+    Buffered chunks are activated first (they cover the oldest messages).
+    """
     forced = inp.force_observe or recovers_overflow(env, inp)
+    # As in thread scope, the whole window counts toward the threshold; the cut keeps the
+    # current turn out of the observation.
+    total = _total(env, out, shared, windows, inp.thread_id)
+    threshold = env.message_threshold(out.record)
+    if not forced and total < _sync_at(env, out, shared):
+        return shared
+    if env.config.buffering_enabled and shared["chunks"]:
+        shared = yield from activate_all_plan(env, inp, out, shared, windows)
+        yield from _leave(env, out, shared)
+    seen = observed_ids(shared)
     # Other threads' stored messages are taken whole, up to a safe cut (never a tool call
     # without its result): their last turn was answered, or is answered from their own window.
     todo = {
@@ -184,13 +250,7 @@ def _observe_due(
         if tid != inp.thread_id
     }
     todo[inp.thread_id] = _cut(out.window, keep_current_turn=not inp.force_observe)
-    # As in thread scope, the whole window counts toward the threshold; the cut keeps the
-    # current turn out of the observation.
-    total = env.counter.count_messages(out.window) + _others_tokens(
-        env, shared, windows, inp.thread_id
-    )
-    threshold = env.message_threshold(out.record)
-    if not any(todo.values()) or (not forced and total < threshold):
+    if not any(todo.values()):
         return shared
     if not forced and not cadence_due(env, out.record):
         return shared  # not a turn the cadence observes on

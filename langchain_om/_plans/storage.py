@@ -901,10 +901,12 @@ def migrate_legacy_plan(thread_id: str, resource_id: str | None) -> Plan[None]:
 # ``("langchain_om", "resource", <resource_id>)``: key ``"record"`` holds the resource's shared
 # observation log, per-thread cursors and compare-and-set version; key ``"pending:<thread>"``
 # holds a thread's unobserved messages, so a step of another thread (in another process) can
-# observe them and show them to its agent.
+# observe them and show them to its agent; key ``"backoff:buffer"`` the backoff of a failed
+# background observation of the resource. Its buffered chunks live in the record.
 
 RESOURCE_RECORD_KEY = "record"
 PENDING_PREFIX = "pending:"
+RESOURCE_BUFFER_BACKOFF_KEY = "backoff:buffer"
 MAX_PENDING_THREADS = 1_000
 """Most threads of one resource whose unobserved messages are read."""
 
@@ -922,6 +924,17 @@ def resource_record_get_op(resource_id: str) -> GetOp:
 def resource_record_put_op(resource_id: str, value: Mapping[str, Any]) -> PutOp:
     """Put op writing a resource's shared record (the caller holds the resource lock)."""
     return PutOp(resource_ns(resource_id), RESOURCE_RECORD_KEY, dict(value), index=False)
+
+
+def resource_backoff_get_op(resource_id: str) -> GetOp:
+    """Get op for the backoff a failed background observation of a resource left."""
+    return GetOp(resource_ns(resource_id), RESOURCE_BUFFER_BACKOFF_KEY)
+
+
+def resource_backoff_put_op(resource_id: str, state: Mapping[str, Any] | None) -> PutOp:
+    """Put op storing (``None``: deleting) a resource's background-observation backoff."""
+    value = dict(state) if state else None
+    return PutOp(resource_ns(resource_id), RESOURCE_BUFFER_BACKOFF_KEY, value, index=False)
 
 
 def pending_put_op(

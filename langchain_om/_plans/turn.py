@@ -22,7 +22,7 @@ from typing import Any, NamedTuple, cast
 
 from langchain_core.messages import BaseMessage
 
-from langchain_om._core.backoff import BackoffState, decide_attempt
+from langchain_om._core.backoff import BackoffState
 from langchain_om._core.dates import iso, stamp_messages
 from langchain_om._core.floor import floor_chunks, floor_cut
 from langchain_om._core.line_edits import LOG_EDIT_KEY, same_mark
@@ -42,6 +42,7 @@ from langchain_om._plans.buffer import (
     activate_reflection,
     activation_plan,
     announce_buffering,
+    backing_off,
     buffer_plan,
     reflection_buffer_plan,
     reflection_failure,
@@ -59,6 +60,7 @@ from langchain_om._plans.effects import AwaitBackground, Plan, StoreBatch
 from langchain_om._plans.observation import observe_plan
 from langchain_om._plans.read_only import read_only_plan
 from langchain_om._plans.reflection import reflect_plan
+from langchain_om._plans.resource_buffer import idle_buffer_plan
 from langchain_om._plans.resource_turn import resource_turn_plan
 from langchain_om._plans.spend import cadence_due, count_turn, guarded, may_start
 from langchain_om._plans.storage import (
@@ -70,6 +72,7 @@ from langchain_om._plans.storage import (
     reflection_delete_op,
 )
 from langchain_om._plans.turn_rules import (
+    BLOCK_WAIT_SECONDS,
     arrives_oversized,
     buffer_candidates,
     early_trigger,
@@ -88,9 +91,6 @@ from langchain_om._plans.types import (
 )
 from langchain_om.errors import CycleFailedError, ModelTierExceededError
 from langchain_om.events import ContextOverflowEvent
-
-BLOCK_WAIT_SECONDS = 60.0
-"""How long a step beyond ``block_after`` waits for an in-flight buffer."""
 
 
 class _Buffered(NamedTuple):
@@ -469,7 +469,7 @@ def _uncovered(
 def _start_buffer(step: _Step) -> Plan[None]:
     """6. Start a background buffer when an interval of uncovered tokens has built up."""
     env, inp, out = step.env, step.inp, step.out
-    if _backing_off(step.buffer_failed, step.now) or not cadence_due(env, out.record):
+    if backing_off(step.buffer_failed, step.now) or not cadence_due(env, out.record):
         return
     candidates = _uncovered(step.chain, out.window, idle=inp.idle)
     unbuffered = env.counter.count_messages(candidates) if candidates else 0
@@ -586,7 +586,7 @@ def _start_background_reflection(step: _Step) -> Plan[None]:
         record["observation_tokens"] < start_at
         or len(record["groups"]) <= 1
         or env.running(step.ref_key)
-        or _backing_off(step.reflection_failed, step.now)
+        or backing_off(step.reflection_failed, step.now)
     ):
         return
     ids = select_reflection_slice(record["groups"], start_at)
@@ -605,11 +605,6 @@ def _start_background_reflection(step: _Step) -> Plan[None]:
     out.jobs.append(BackgroundJob(step.ref_key, plan))
 
 
-def _backing_off(failed: BackoffState | None, now: datetime) -> bool:
-    """Whether a failed background reflection's delay has not passed yet (then no new one)."""
-    return decide_attempt(failed, now=now, tokens=0, block_after=1).action != "attempt"
-
-
 def idle_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
     """At turn end (``buffer_on_idle``): buffer whatever is not covered yet."""
     return (yield from guarded(env, inp, lambda guarded_inp: _idle(env, guarded_inp)))
@@ -617,13 +612,16 @@ def idle_plan(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
 
 def _idle(env: TurnEnv, inp: TurnInput) -> Plan[TurnOutcome]:
     out = TurnOutcome(record=_new_record(env, inp, env.now()), window=list(inp.window))
+    if env.config.buffering_enabled and env.config.scope == "resource":
+        yield from cast("Plan[None]", idle_buffer_plan(env, inp, out))
+        return out
     if not env.config.buffering_enabled or env.running(obs_key(inp.thread_id)):
         return out
     out.window = with_ids(out.window)
     if not cadence_due(env, out.record, idle=True):
         return out
     buffered = yield from _load_buffered(out.record, out.window)
-    if _backing_off(buffered.buffer_failed, env.now()):
+    if backing_off(buffered.buffer_failed, env.now()):
         return out
     candidates = _uncovered(buffered.chain, out.window, idle=True)
     if candidates and (yield from may_start(env, inp, "observation", background=True)):

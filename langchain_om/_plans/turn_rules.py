@@ -29,6 +29,9 @@ from langchain_om._plans.types import (
 )
 from langchain_om.events import TemporalGapEvent
 
+BLOCK_WAIT_SECONDS = 60.0
+"""How long a step beyond ``block_after`` waits for an in-flight buffer."""
+
 
 def obs_key(thread_id: str) -> str:
     """Background-job key of a thread's observation buffer."""
@@ -38,6 +41,19 @@ def obs_key(thread_id: str) -> str:
 def ref_key(thread_id: str) -> str:
     """Background-job key of a thread's background reflection."""
     return f"ref:{thread_id}"
+
+
+def resource_obs_key(resource_id: str) -> str:
+    """Background-job key of a resource's observation buffer (resource scope)."""
+    return f"obs:resource:{resource_id}"
+
+
+def buffer_key(env: TurnEnv, record: OMRecord) -> str:
+    """Background-job key of the observation buffer a step of ``record``'s thread runs."""
+    resource_id = record["resource_id"]
+    if env.config.scope == "resource" and resource_id:
+        return resource_obs_key(resource_id)
+    return obs_key(record["thread_id"])
 
 
 def _idle_ms(record: OMRecord, now: datetime) -> int | None:
@@ -143,7 +159,7 @@ def sync_observation_due(env: TurnEnv, record: OMRecord, tokens: int, thread_id:
     """Whether a step would observe synchronously now (for the graph's routers)."""
     cfg = env.config
     threshold = env.message_threshold(record)
-    if cfg.buffering_enabled and env.running(obs_key(thread_id)):
+    if cfg.buffering_enabled and env.running(buffer_key(env, record)):
         return tokens >= cfg.observation.block_after_tokens
     return tokens >= threshold
 
@@ -159,7 +175,10 @@ def sync_reflection_due(env: TurnEnv, record: OMRecord) -> bool:
         tokens, cfg.reflection.observation_tokens_abs, record["reflection_suppressed_at_tokens"]
     ):
         return False
-    return not cfg.buffering_enabled or tokens >= cfg.reflection.block_after_tokens
+    # Resource scope buffers observations only: its reflection is always synchronous.
+    if not cfg.buffering_enabled or cfg.scope == "resource":
+        return True
+    return tokens >= cfg.reflection.block_after_tokens
 
 
 def arrives_oversized(

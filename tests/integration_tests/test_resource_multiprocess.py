@@ -51,9 +51,12 @@ def test_two_processes_observe_each_message_exactly_once(tmp_path: Path, kind: s
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("buffer_tokens", [False, 40], ids=["sync", "buffered"])
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-def test_two_processes_on_the_standalone_engine_lose_nothing(tmp_path: Path, kind: str) -> None:
-    base = _backend(kind, tmp_path)
+def test_two_processes_on_the_standalone_engine_lose_nothing(
+    tmp_path: Path, kind: str, buffer_tokens: int | bool
+) -> None:
+    base = {**_backend(kind, tmp_path), "buffer_tokens": buffer_tokens}
     tag = uuid.uuid4().hex[:6]
     threads = [f"eng-{tag}-a", f"eng-{tag}-b"]
     ctx = multiprocessing.get_context("spawn")
@@ -81,3 +84,4 @@ def test_two_processes_on_the_standalone_engine_lose_nothing(tmp_path: Path, kin
     text = log_text([s for s in record["sections"] if s["thread"] in threads])
     lines = [line for line in text.splitlines() if "turn" in line]
     assert len(lines) == len(set(lines)), "a message observed twice"
+    assert len(record["applied"]) == len(set(record["applied"])), "a chunk activated twice"

@@ -608,7 +608,7 @@ def test_valid_edge_values() -> None:
 def test_share_token_budget_is_allowed_without_buffering() -> None:
     config = coerce(share_token_budget=True, observation={"buffer_tokens": False})
     assert config.share_token_budget and not config.buffering_enabled
-    # resource scope has no buffering to conflict with
+    # resource scope buffers only when buffer_tokens is given: no conflict by default
     assert coerce(share_token_budget=True, scope="resource").share_token_budget
 
 
@@ -709,7 +709,6 @@ def test_parse_duration_rejects(value: Any) -> None:
 @pytest.mark.parametrize(
     ("options", "named"),
     [
-        ({"observation": {"bufferTokens": 0.1}}, "observation.buffer_tokens"),
         ({"observation": {"buffer_activation": 0.5}}, "observation.buffer_activation"),
         ({"observation": {"block_after": 2}}, "observation.block_after"),
         ({"observation": {"buffer_on_idle": True}}, "observation.buffer_on_idle"),
@@ -722,6 +721,38 @@ def test_resource_scope_warns_about_explicit_buffering(options: dict[str, Any], 
     assert named in str(record[0].message)
     assert record[0].filename == __file__  # points at the caller, not at langchain_om
     assert not config.buffering_enabled
+
+
+@pytest.mark.parametrize(
+    "observation",
+    [
+        {"bufferTokens": 0.1},
+        {"buffer_tokens": 300, "buffer_activation": 0.5, "block_after": 2},
+        {"buffer_tokens": 300, "buffer_on_idle": True},
+    ],
+)
+def test_resource_scope_buffers_when_buffer_tokens_is_given(observation: dict[str, Any]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        config = coerce({"observation": observation}, scope="resource")
+    assert config.buffering_enabled
+
+
+def test_resource_scope_warns_that_its_reflection_is_not_buffered() -> None:
+    with pytest.warns(UserWarning, match="observations only") as record:
+        config = coerce(
+            {"observation": {"buffer_tokens": 300}, "reflection": {"buffer_activation": 0.3}},
+            scope="resource",
+        )
+    assert "reflection.buffer_activation" in str(record[0].message)
+    assert "observation." not in str(record[0].message)
+    assert config.buffering_enabled
+
+
+def test_share_token_budget_needs_buffering_off_in_resource_scope_too() -> None:
+    with pytest.raises(OMConfigError) as caught:
+        coerce(share_token_budget=True, scope="resource", observation={"buffer_tokens": 300})
+    assert caught.value.option == "share_token_budget"
 
 
 def test_resource_scope_warning_points_at_direct_construction() -> None:
@@ -800,6 +831,8 @@ def test_reflection_thresholds(reflection: dict[str, Any], block: int, start: in
         ({}, True),
         ({"enabled": False}, False),
         ({"scope": "resource"}, False),
+        ({"scope": "resource", "observation": {"buffer_tokens": 100}}, True),
+        ({"scope": "resource", "read_only": True, "observation": {"buffer_tokens": 100}}, False),
         ({"observation": {"buffer_tokens": False}}, False),
         ({"observation": {"buffer_tokens": 100}}, True),
     ],

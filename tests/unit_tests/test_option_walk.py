@@ -609,8 +609,8 @@ RESOURCE_REFUSED: dict[str, dict[str, Any]] = {
     "observation.thread_title": _obs(thread_title=True),
     "temporal_markers": {"temporal_markers": True},
     "observation.use_usage_metadata": _obs(use_usage_metadata=True),
-    "activate_after_idle": _ref(activate_after_idle="5m"),
-    "activate_on_provider_change": _obs(activate_on_provider_change=True),
+    "reflection.activate_after_idle": _ref(activate_after_idle="5m"),
+    "reflection.activate_on_provider_change": _ref(activate_on_provider_change=True),
     "read_only": {"read_only": True},
     "keep_last_messages": {"keep_last_messages": 4},
     "hooks.before_observation": {"hooks": {"before_observation": _topics_to_subjects}},
@@ -627,12 +627,54 @@ scope, where they would do nothing."""
 
 
 RESOURCE = Script({"scope": "resource", "observation": {"buffer_tokens": False}})
+BUFFERED_RESOURCE: dict[str, Any] = {"scope": "resource"}
+"""Resource scope with the walk's explicit ``observation.buffer_tokens``: it buffers."""
 RESOURCE_CHANGES: list[Changes] = [
     Changes(
         "reflection.block_after",
         {},
         _ref(block_after=50_000),
         Script(RESOURCE.options, reflector=_failing),
+    ),
+    Changes("observation.buffer_tokens", {}, _obs(buffer_tokens=False), Script(BUFFERED_RESOURCE)),
+    Changes(
+        "observation.buffer_on_idle",
+        {},
+        _obs(buffer_on_idle=True),
+        Script(BUFFERED_RESOURCE, standalone=True),
+    ),
+    Changes(
+        "observation.buffer_activation", {}, _obs(buffer_activation=0.3), Script(BUFFERED_RESOURCE)
+    ),
+    Changes(
+        "observation.block_after",
+        {},
+        _obs(block_after=3),
+        Script(BUFFERED_RESOURCE, background=False),
+    ),
+    Changes(
+        "activate_after_idle",
+        {},
+        {"activate_after_idle": "5m"},
+        Script(BUFFERED_RESOURCE, idle_gap_at=6, turns=8),
+    ),
+    Changes(
+        "activate_on_provider_change",
+        {},
+        {"activate_on_provider_change": True},
+        Script(BUFFERED_RESOURCE, switch_actor_at=6, turns=8),
+    ),
+    Changes(
+        "observation.activate_after_idle",
+        {"activate_after_idle": "5m"},
+        {"activate_after_idle": "5m", "observation": {"activate_after_idle": False}},
+        Script(BUFFERED_RESOURCE, idle_gap_at=6, turns=8),
+    ),
+    Changes(
+        "observation.activate_on_provider_change",
+        {},
+        _obs(activate_on_provider_change=True),
+        Script(BUFFERED_RESOURCE, switch_actor_at=6, turns=8),
     ),
 ]
 """Options whose resource-scope behaviour is its own (thread scope's rows above do not show
