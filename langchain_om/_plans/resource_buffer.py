@@ -371,7 +371,7 @@ def idle_buffer_plan(env: TurnEnv, inp: TurnInput, out: TurnOutcome) -> Resource
         return
     shared, windows = yield from load_resource_plan(resource_id)
     failed = yield from buffer_backoff_plan(resource_id)
-    start_buffer(env, inp, out, shared, windows, total=0, failed=failed)
+    yield from start_buffer(env, inp, out, shared, windows, total=0, failed=failed)
 
 
 def buffered_status(

@@ -110,14 +110,14 @@ class AsyncDoor(SyncDoor):
     def add(self, thread: str, messages: list[BaseMessage], *, wait: bool = True) -> None:
         async def run() -> None:
             await self.memory.aadd_messages(thread, messages, resource_id=USERS[thread])
-            await self.memory.await_background()
+            await self.memory.await_for_background()
 
         asyncio.run(run())
 
     def observe(self, thread: str) -> None:
         async def run() -> None:
             await self.memory.aobserve(thread_id=thread, resource_id=USERS[thread])
-            await self.memory.await_background()
+            await self.memory.await_for_background()
 
         asyncio.run(run())
 
