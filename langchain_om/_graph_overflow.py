@@ -24,9 +24,10 @@ from dataclasses import replace
 from typing import Any
 
 from langchain_core.exceptions import ContextOverflowError
+from langchain_core.messages import RemoveMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.graph import StateGraph
-from langgraph.graph.message import add_messages
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from langgraph.pregel import Pregel
 from langgraph.types import Command
 
@@ -57,6 +58,18 @@ def applied(state: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, An
     return out
 
 
+def _then(first: list[Any], then: list[Any]) -> list[Any]:
+    """The ``messages`` write of ``first`` followed by ``then``.
+
+    After memory's rewrite of the whole list (it starts by removing all) the reducer keeps
+    everything that follows as it is, so a result that repeats messages of the window (a
+    subgraph returns its whole state) is merged into the rewrite by id here.
+    """
+    if first and isinstance(first[0], RemoveMessage) and first[0].id == REMOVE_ALL_MESSAGES:
+        return [first[0], *add_messages(first[1:], then)]
+    return [*first, *then]
+
+
 def with_update(update: dict[str, Any], result: Any) -> Any:
     """The node's ``result`` with memory's ``update`` written before it.
 
@@ -72,7 +85,7 @@ def with_update(update: dict[str, Any], result: Any) -> Any:
     if isinstance(result, Mapping):
         merged = {**update, **result}
         if "messages" in update and "messages" in result:
-            merged["messages"] = [*_listed(update["messages"]), *_listed(result["messages"])]
+            merged["messages"] = _then(_listed(update["messages"]), _listed(result["messages"]))
         return merged
     if isinstance(result, Command) and (result.update is None or isinstance(result.update, dict)):
         return replace(result, update=with_update(update, result.update))
