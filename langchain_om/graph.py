@@ -106,7 +106,7 @@ def _emitter() -> Any:
 
 
 class _Nodes:
-    """The three OM nodes and their routers, bound to one engine."""
+    """The OM nodes and their routing, bound to one engine."""
 
     def __init__(
         self, memory: ObservationalMemory, before: str, actor_model: Any, *, merge: bool = True
