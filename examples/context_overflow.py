@@ -2,7 +2,8 @@
 
 ``observation.observe_on_context_overflow`` (on by default) catches LangChain's
 ``ContextOverflowError`` from the agent's model call (here in a ``create_agent`` agent; a
-``StateGraph`` with ``add_observational_memory`` does the same for its model node), observes
+``StateGraph`` with ``add_observational_memory`` does the same for its model node, see
+``examples/graph_options.py``), observes
 what is pending whatever the threshold, and retries the call once with the smaller window.
 ``observe(force=True)`` does the same by hand, and an Observer input above the largest
 ``ModelByInputTokens`` tier fails its cycle (reason ``tier-exceeded``) while the turn goes on.

@@ -1,4 +1,4 @@
-"""Commands that route into the model node go through memory's gate too.
+"""Commands that route into the model node go through memory's gate too (and to the end, idle).
 
 ``add_observational_memory`` redirects edges into the model node through ``om_gate``; a node
 that routes with ``Command(goto="model")`` instead would reach the model with memory skipped.
@@ -6,12 +6,13 @@ LangGraph has no public hook to rewrite a node's ``Command``, so each node of th
 (compiled subgraphs excepted: they route their parent with ``Command.PARENT``) is wrapped once:
 a ``goto`` naming the model node now names the gate, and the node's declared destinations
 (``destinations=`` / a ``Command[Literal[...]]`` annotation) follow, so the drawn graph shows it.
+With ``observation.buffer_on_idle`` a ``goto`` to ``END`` names ``om_idle`` the same way.
 A ``Send`` to the model node keeps its own payload and is left alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -20,52 +21,59 @@ from langgraph.graph import StateGraph
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Send
 
-__all__ = ["route_commands_through"]
+__all__ = ["redirect_commands", "redirect_ends", "route_commands_through"]
+
+Targets = Mapping[str, str]
+"""Destinations to replace: ``{"model": "om_gate"}`` sends a ``goto="model"`` to the gate."""
 
 
-def _goto(goto: Any, before: str, gate: str) -> Any:
+def _goto(goto: Any, targets: Targets) -> Any:
     if isinstance(goto, str):
-        return gate if goto == before else goto
+        return targets.get(goto, goto)
     if isinstance(goto, Sequence) and not isinstance(goto, Send):
-        return [gate if g == before else g for g in goto]
+        return [targets.get(g, g) if isinstance(g, str) else g for g in goto]
     return goto
 
 
-def _redirect(value: Any, before: str, gate: str) -> Any:
-    """``value`` (a node's result) with every ``goto`` to ``before`` sent to ``gate``."""
+def redirect_commands(value: Any, targets: Targets) -> Any:
+    """``value`` (a node's result) with every ``goto`` named in ``targets`` replaced."""
     if isinstance(value, Command):
         if value.graph == Command.PARENT:
             return value
-        return replace(value, goto=_goto(value.goto, before, gate))
+        return replace(value, goto=_goto(value.goto, targets))
     if isinstance(value, list | tuple) and any(isinstance(v, Command) for v in value):
-        return type(value)(_redirect(v, before, gate) for v in value)
+        return type(value)(redirect_commands(v, targets) for v in value)
     return value
 
 
-def _wrapped(runnable: Runnable[Any, Any], name: str, before: str, gate: str) -> Runnable[Any, Any]:
+def _wrapped(runnable: Runnable[Any, Any], name: str, targets: Targets) -> Runnable[Any, Any]:
     def run(state: Any, config: RunnableConfig) -> Any:
-        return _redirect(runnable.invoke(state, config), before, gate)
+        return redirect_commands(runnable.invoke(state, config), targets)
 
     async def arun(state: Any, config: RunnableConfig) -> Any:
-        return _redirect(await runnable.ainvoke(state, config), before, gate)
+        return redirect_commands(await runnable.ainvoke(state, config), targets)
 
     return RunnableLambda(run, afunc=arun, name=name)
 
 
-def _ends(ends: Any, before: str, gate: str) -> Any:
+def redirect_ends(ends: Any, targets: Targets) -> Any:
+    """A node's declared destinations with those named in ``targets`` replaced."""
     if isinstance(ends, dict):
-        return {(gate if k == before else k): v for k, v in ends.items()}
+        return {targets.get(k, k): v for k, v in ends.items()}
     if ends:
-        return tuple(gate if e == before else e for e in ends)
+        return tuple(targets.get(e, e) for e in ends)
     return ends
 
 
-def route_commands_through(builder: StateGraph[Any, Any, Any, Any], before: str, gate: str) -> None:
-    """Wrap ``builder``'s nodes (not ``before``, not subgraphs) so ``goto=before`` hits ``gate``."""
+def route_commands_through(
+    builder: StateGraph[Any, Any, Any, Any], targets: Targets, *, skip: str
+) -> None:
+    """Wrap ``builder``'s nodes (not ``skip``, not subgraphs) so their gotos follow ``targets``."""
     for name, spec in list(builder.nodes.items()):
-        if name == before or isinstance(spec.runnable, Pregel):
+        if name == skip or isinstance(spec.runnable, Pregel):
             continue
         if not isinstance(spec.runnable, Runnable):  # add_node stores runnables
             continue
-        runnable = _wrapped(spec.runnable, name, before, gate)
-        builder.nodes[name] = replace(spec, runnable=runnable, ends=_ends(spec.ends, before, gate))
+        runnable = _wrapped(spec.runnable, name, targets)
+        ends = redirect_ends(spec.ends, targets)
+        builder.nodes[name] = replace(spec, runnable=runnable, ends=ends)

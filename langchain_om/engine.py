@@ -474,10 +474,17 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
         window: Sequence[BaseMessage],
         *,
         actor_model: Any = None,
+        reported_tokens: int = 0,
     ) -> bool:
         """True when a step would observe ``window`` synchronously now.
 
-        ``actor_model`` is the agent's chat model or ``provider/model`` (as for :meth:`step`).
+        Args:
+            record: the thread's OM record (``None``: nothing is due).
+            window: its unobserved messages.
+            actor_model: the agent's chat model or ``provider/model`` (as for :meth:`step`).
+            reported_tokens: the window's provider-reported size
+                (:attr:`TurnOutcome.reported_tokens` of the step just run): it counts when
+                larger than the estimate.
         """
         rec = coerce_record(record)
         if rec is None:
@@ -485,7 +492,7 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
         _, env = self._actor_env(actor_model, rec)
         others = int(rec.get(OTHERS_TOKENS_KEY) or 0)  # type: ignore[call-overload]
         tokens = env.counter.count_messages(window) + others  # resource scope: all threads count
-        return sync_observation_due(env, rec, tokens, rec["thread_id"])
+        return sync_observation_due(env, rec, max(tokens, reported_tokens), rec["thread_id"])
 
     def should_reflect(
         self, record: OMRecord | dict[str, Any] | None, *, actor_model: Any = None

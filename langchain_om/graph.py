@@ -9,12 +9,19 @@
 * ``om_observe`` — runs the Observer when the window is over its threshold;
 * ``om_reflect`` — runs the Reflector when the observation log is over its threshold.
 
+With ``observation.buffer_on_idle`` a fourth node, ``om_idle``, sits where the run ends (every
+edge, path-map entry and ``Command`` into ``END``, and after each node with no way out): it
+buffers what is left of the window in the background, as the agent middleware does at turn end.
+With ``observation.use_usage_metadata`` the gate routes on the provider-reported usage of the
+last AI message (``usage_metadata``) when it is larger than the estimate, as the middleware does.
+
 The OM record lives under the ``om_record`` key of the graph state (JSON-native), so the
 checkpointer persists it and time travel or a fork rewinds memory with the messages.
 
 With ``observation.observe_on_context_overflow`` (on by default) the model node is wrapped:
 when it raises ``ContextOverflowError``, memory observes what is pending and the node runs
-once more on the smaller window (:mod:`langchain_om._graph_overflow`). A run whose config
+once more on the smaller window (:mod:`langchain_om._graph_overflow`; a compiled subgraph as the
+model node is retried whole). A run whose config
 says ``configurable={"langchain_om": {"enabled": False}}`` skips memory: the gate only takes
 memory's message out of ``messages`` and routes straight to the model node.
 
@@ -41,11 +48,14 @@ from typing import Annotated, Any, NotRequired, TypedDict
 from langchain_core.messages import AnyMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.config import get_stream_writer
-from langgraph.graph import StateGraph
+from langgraph.graph import END, StateGraph
 from langgraph.graph.message import add_messages
+from langgraph.types import Command
 
-from langchain_om._graph_commands import route_commands_through
-from langchain_om._graph_overflow import recover_overflows
+from langchain_om._engine_io import EndTurnOptions
+from langchain_om._graph_commands import redirect_commands, route_commands_through
+from langchain_om._graph_edges import dead_ends, reroute_edges
+from langchain_om._graph_overflow import wrap_model_node
 from langchain_om._plans.graph_state import (
     WindowSplit,
     memory_enabled,
@@ -67,7 +77,7 @@ from langchain_om.events import OMEvent
 
 __all__ = ["ObservationalMemoryGraphState", "add_observational_memory"]
 
-GATE, OBSERVE, REFLECT = "om_gate", "om_observe", "om_reflect"
+GATE, OBSERVE, REFLECT, IDLE = "om_gate", "om_observe", "om_reflect", "om_idle"
 
 
 class ObservationalMemoryGraphState(TypedDict):
@@ -96,7 +106,7 @@ def _emitter() -> Any:
 
 
 class _Nodes:
-    """The three OM nodes and their routers, bound to one engine."""
+    """The OM nodes and their routing, bound to one engine."""
 
     def __init__(
         self, memory: ObservationalMemory, before: str, actor_model: Any, *, merge: bool = True
@@ -163,24 +173,90 @@ class _Nodes:
         def run(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
             if not memory_enabled(config):
                 return memory_removed(state.get("messages", []))
-            store = run_store()
-            record = self.memory.read_state(state, store=store)
-            split, args = self._args(state, config, record)
-            update = self._update(state, split, self.memory.step(**args, **flags))
-            self.memory.keep_state(update, state, store=store)
-            return update
+            return self._stepped(state, config, flags)[0]
 
         async def arun(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
             if not memory_enabled(config):
                 return memory_removed(state.get("messages", []))
-            store = run_store()
-            record = await self.memory.aread_state(state, store=store)
-            split, args = self._args(state, config, record)
-            update = self._update(state, split, await self.memory.astep(**args, **flags))
-            await self.memory.akeep_state(update, state, store=store)
-            return update
+            return (await self._astepped(state, config, flags))[0]
 
         return RunnableLambda(run, afunc=arun)
+
+    def gate(self) -> Any:
+        """``om_gate``: the step without model calls, then the route it calls for.
+
+        The gate routes itself (a ``Command``) rather than through a conditional edge: the
+        provider-reported usage (``observation.use_usage_metadata``) still describes the window
+        only when this step left it unchanged, which only the step knows.
+        """
+        flags = {"sync_cycles": False}
+
+        def run(state: dict[str, Any], config: RunnableConfig) -> Command[str]:
+            if not memory_enabled(config):
+                return Command(update=memory_removed(state.get("messages", [])), goto=self.before)
+            update, outcome = self._stepped(state, config, flags)
+            return Command(update=update, goto=self._route(outcome, config))
+
+        async def arun(state: dict[str, Any], config: RunnableConfig) -> Command[str]:
+            if not memory_enabled(config):
+                return Command(update=memory_removed(state.get("messages", [])), goto=self.before)
+            update, outcome = await self._astepped(state, config, flags)
+            return Command(update=update, goto=self._route(outcome, config))
+
+        return RunnableLambda(run, afunc=arun)
+
+    def idle(self) -> Any:
+        """``om_idle``: at the end of the run, buffer what is left (``buffer_on_idle``)."""
+
+        def run(state: dict[str, Any], config: RunnableConfig) -> None:
+            if memory_enabled(config):
+                record = self.memory.read_state(state, store=run_store())
+                self.memory.end_turn(**self._turn_end(state, config, record))
+
+        async def arun(state: dict[str, Any], config: RunnableConfig) -> None:
+            if memory_enabled(config):
+                record = await self.memory.aread_state(state, store=run_store())
+                await self.memory.aend_turn(**self._turn_end(state, config, record))
+
+        return RunnableLambda(run, afunc=arun)
+
+    def _stepped(
+        self, state: dict[str, Any], config: RunnableConfig, flags: dict[str, Any]
+    ) -> tuple[dict[str, Any], TurnOutcome]:
+        """Run the step with ``flags`` on ``state``: its state update and its outcome."""
+        store = run_store()
+        record = self.memory.read_state(state, store=store)
+        split, args = self._args(state, config, record)
+        outcome = self.memory.step(**args, **flags)
+        update = self._update(state, split, outcome)
+        self.memory.keep_state(update, state, store=store)
+        return update, outcome
+
+    async def _astepped(
+        self, state: dict[str, Any], config: RunnableConfig, flags: dict[str, Any]
+    ) -> tuple[dict[str, Any], TurnOutcome]:
+        """Async twin of :meth:`_stepped`."""
+        store = run_store()
+        record = await self.memory.aread_state(state, store=store)
+        split, args = self._args(state, config, record)
+        outcome = await self.memory.astep(**args, **flags)
+        update = self._update(state, split, outcome)
+        await self.memory.akeep_state(update, state, store=store)
+        return update, outcome
+
+    def _turn_end(
+        self, state: dict[str, Any], config: RunnableConfig, record: Any
+    ) -> EndTurnOptions:
+        """The :meth:`ObservationalMemory.end_turn` arguments at the end of this run."""
+        _, args = self._args(state, config, record)
+        return EndTurnOptions(
+            thread_id=args["thread_id"],
+            resource_id=args["resource_id"],
+            record=record,
+            window=args["window"],
+            configurable=args["configurable"],
+            store=args["store"],
+        )
 
     def overflow(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any] | None:
         """After the model node overflowed: the update of a step that freed context, if any."""
@@ -214,15 +290,17 @@ class _Nodes:
 
     # -- routers --------------------------------------------------------------------------
 
-    def route_gate(self, state: dict[str, Any], config: RunnableConfig) -> str:
-        if not memory_enabled(config):
-            return self.before
-        record = state_fields(state)  # thresholds read counts, not the log: no store read
-        split = split_messages(state.get("messages", []))
+    def _route(self, outcome: TurnOutcome, config: RunnableConfig) -> str:
+        """Where the gate goes after its step: observe, reflect or the model node."""
         actor = self._actor(config)
-        if self.memory.should_observe(record, split.window, actor_model=actor):
+        if self.memory.should_observe(
+            outcome.record,
+            outcome.window,
+            actor_model=actor,
+            reported_tokens=outcome.reported_tokens,
+        ):
             return OBSERVE
-        if self.memory.should_reflect(record, actor_model=actor):
+        if self.memory.should_reflect(outcome.record, actor_model=actor):
             return REFLECT
         return self.before
 
@@ -247,6 +325,13 @@ def add_observational_memory(
     ``before`` keeps its payload and is not). The state must have a ``messages`` key with the
     ``add_messages`` reducer; the ``om_record`` key is added if missing. Returns ``builder``.
 
+    With ``observation.observe_on_context_overflow`` (on by default) the node ``before`` is
+    wrapped: a ``ContextOverflowError`` it raises (let it propagate; wrap a provider's own
+    error in it) makes memory observe what is pending and the node run once more on the
+    smaller window. With ``observation.buffer_on_idle`` every way into ``END`` (edges, path
+    maps, ``Command(goto=END)``, and the nodes with no way out) goes through ``om_idle``,
+    which buffers the rest of the window in the background before the run ends.
+
     Args:
         builder: the user's ``StateGraph`` (not compiled yet), with its model node added.
         memory: the engine.
@@ -270,34 +355,38 @@ def add_observational_memory(
             f"{before!r}. Add your model node first, or pass before='<your model node>'. "
             f"Nodes: {sorted(builder.nodes)}."
         )
-    for source, branches in builder.branches.items():
-        for name, spec in list(branches.items()):
-            if spec.ends is None:
-                raise OMUsageError(
-                    f"The conditional edge {name!r} from {source!r} has no path map, so edges "
-                    f"into {before!r} cannot be redirected through memory. Pass a path map to "
-                    "add_conditional_edges, e.g. {'model': 'model', 'tools': 'tools'}."
-                )
-            if before in spec.ends.values():
-                ends = {k: (GATE if v == before else v) for k, v in spec.ends.items()}
-                branches[name] = spec._replace(ends=ends)
-    builder.edges = {(s, GATE if e == before else e) for s, e in builder.edges}
-    builder.waiting_edges = {
-        (starts, GATE if e == before else e) for starts, e in builder.waiting_edges
-    }
-    route_commands_through(builder, before, GATE)
+    observation = memory.config.observation
+    idle = observation.buffer_on_idle
+    ends = dead_ends(builder) if idle else []
+    reroute_edges(builder, before, GATE)
+    targets = {before: GATE}
+    if idle:
+        reroute_edges(builder, END, IDLE)
+        targets[END] = IDLE
+    route_commands_through(builder, targets, skip=before)
     nodes = _Nodes(memory, before, actor_model, merge=merge_system_message)
-    if memory.config.observation.observe_on_context_overflow:
-        recover_overflows(builder, before, nodes.overflow, nodes.aoverflow)
+    wrap_model_node(
+        builder,
+        before,
+        recover=(
+            (nodes.overflow, nodes.aoverflow) if observation.observe_on_context_overflow else None
+        ),
+        after=(lambda result: redirect_commands(result, {END: IDLE})) if idle else None,
+    )
     schema: Any = ObservationalMemoryGraphState
     # The gate only activates and starts background work; the cycle nodes emit no status.
-    gate = nodes.node(sync_cycles=False)
     observe = nodes.node(reflect=False, emit_status=False)
     reflect = nodes.node(observe=False, emit_status=False)
-    builder.add_node(GATE, gate, input_schema=schema)
+    builder.add_node(
+        GATE, nodes.gate(), input_schema=schema, destinations=(OBSERVE, REFLECT, before)
+    )
     builder.add_node(OBSERVE, observe, input_schema=schema)
     builder.add_node(REFLECT, reflect, input_schema=schema)
-    builder.add_conditional_edges(GATE, nodes.route_gate, [OBSERVE, REFLECT, before])
     builder.add_conditional_edges(OBSERVE, nodes.route_observed, [REFLECT, before])
     builder.add_edge(REFLECT, before)
+    if idle:
+        builder.add_node(IDLE, nodes.idle(), input_schema=schema)
+        for node in ends:
+            builder.add_edge(node, IDLE)
+        builder.add_edge(IDLE, END)
     return builder

@@ -24,6 +24,7 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
 from langchain_om.engine import ObservationalMemory
+from langchain_om.errors import OMConfigError
 
 __all__ = ["ObservationalChatMessageHistory"]
 
@@ -41,6 +42,10 @@ class ObservationalChatMessageHistory(BaseChatMessageHistory):
         merge_system_message: when the history starts with a system message, append memory to
             it instead of adding a second system message (on by default: the history may feed
             any provider, and some take one system instruction only).
+
+    Raises:
+        OMConfigError: ``memory`` has ``memory_tool`` on: the tool edits the record in an
+            agent's or graph's state, and the history keeps its thread in the store.
     """
 
     def __init__(
@@ -52,6 +57,16 @@ class ObservationalChatMessageHistory(BaseChatMessageHistory):
         actor_model: Any = None,
         merge_system_message: bool = True,
     ) -> None:
+        if memory.config.memory_tool:
+            raise OMConfigError(
+                "Option 'memory_tool' does not work with ObservationalChatMessageHistory: the "
+                "memory tool edits the record in an agent's or graph's state, and the history "
+                "keeps its thread in the store, where the tool cannot reach it. Use the "
+                "create_agent middleware or add_observational_memory for threads the agent "
+                "edits, or give the history a memory built with memory_tool=False (it may "
+                "share the store).",
+                option="memory_tool",
+            )
         self.memory = memory
         self.thread_id = thread_id
         self.resource_id = resource_id

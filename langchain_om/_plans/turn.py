@@ -495,6 +495,7 @@ def _close(step: _Step) -> None:
     if inp.actor_model:
         record_out["last_actor_model"] = inp.actor_model
     out.record = record_out  # type: ignore[assignment]
+    out.reported_tokens = step.reported  # 0 once the window changed (see ``recount``)
     projected = 0
     if step.chain:
         projected = choose_activation(

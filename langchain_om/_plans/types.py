@@ -200,6 +200,11 @@ class TurnOutcome:
     """Background work to start once the step's state is saved."""
     inserted: list[BaseMessage] = field(default_factory=list)
     """Messages OM inserted into the window (time-gap reminders); the window is reordered."""
+    reported_tokens: int = 0
+    """The window's size as the provider reported it with the last AI reply
+    (``observation.use_usage_metadata``); 0 without usage or once the step changed the window.
+    A graph's gate routes on it: the threshold check of a later node could not tell whether
+    the usage still describes the window."""
 
     @property
     def removed_ids(self) -> list[str]:

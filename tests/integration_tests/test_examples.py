@@ -62,6 +62,16 @@ def test_custom_graph_example_observes_and_reflects(capsys: pytest.CaptureFixtur
     assert "User said: Note 1: buy item number 7 today." in out
 
 
+def test_graph_options_example_recovers_observes_and_buffers(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = run_example("graph_options.py", capsys)
+    assert "overflows recovered: 1" in out
+    assert number(r"messages freed: (\d+)", out) > 0
+    assert number(r"observed on reported usage: (\d+) messages", out) > 0
+    assert "om_idle in the graph: True" in out and "idle buffers written: True" in out
+
+
 def test_chat_history_example_keeps_history_small(capsys: pytest.CaptureFixture[str]) -> None:
     source = (EXAMPLES / "chat_history.py").read_text(encoding="utf-8")
     assert "import RunnableWithMessageHistory" not in source  # deprecated by LangChain
