@@ -55,7 +55,7 @@ def _drive(app: Any, memory: ObservationalMemory, turns: list[str], mode: Mode) 
     async def run() -> None:
         for text in turns:
             await app.ainvoke({"messages": [HumanMessage(text)]}, CONFIG)
-        await memory.await_background()
+        await memory.await_for_background()
 
     asyncio.run(run())
 
