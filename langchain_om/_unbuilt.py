@@ -66,11 +66,6 @@ _RESOURCE_FIX = "Leave it out in resource scope, or use scope='thread'."
 _Test = Callable[[ObservationalMemoryConfig], object]
 
 
-def _hook_set(name: str) -> _Test:
-    """Whether a config sets the transform hook ``name``."""
-    return lambda c: getattr(c.hooks, name) is not None
-
-
 def _activates(name: str) -> _Test:
     """Whether a config sets the activation option ``name`` at the top or for either cycle."""
     return lambda c: getattr(c, name) or getattr(c.observation, name) or getattr(c.reflection, name)
@@ -115,19 +110,6 @@ _RESOURCE_ONLY: tuple[tuple[str, _Test, str], ...] = (
         "keep_last_messages",
         lambda c: c.keep_last_messages > 0,
         "the floor applies to one thread's window; resource cycles cut every thread's.",
-    ),
-    *(
-        (
-            f"hooks.{name}",
-            _hook_set(name),
-            "transform hooks do not run in the resource scope's cycles yet.",
-        )
-        for name in (
-            "before_observation",
-            "after_observation",
-            "before_reflection",
-            "after_reflection",
-        )
     ),
     (
         "memory_tool",

@@ -123,3 +123,41 @@ def run_two_users(memory: ObservationalMemory) -> dict[str, int]:
     alice.clear()
     assert archived(memory, thread) == []
     return {"reads": reads, "deletes": deletes, "refused": refused}
+
+
+# -- resource scope: three threads, two users -------------------------------------------------
+
+ALICE_SECRET = "Alice keeps her locker code 4921 in the blue notebook"
+BOB_SECRET = "Bob keeps his locker code 7788 in the red drawer"
+SHARED_FILLER = "and here is some more about my week " * 6
+RESOURCE_THREADS = (("A", "alice"), ("B", "alice"), ("C", "bob"))
+"""Alice talks in threads A and B, Bob in thread C (thread, resource)."""
+
+
+def resource_turn(thread: str, resource: str, i: int) -> list[BaseMessage]:
+    """One user turn of ``thread`` (and its reply); the first carries the user's secret."""
+    secret = ALICE_SECRET if resource == "alice" else BOB_SECRET
+    text = f"{secret} ({thread})" if i == 0 else f"{thread} turn {i} of {resource}"
+    return [
+        HumanMessage(f"{text}. {SHARED_FILLER}", id=f"{thread}-h{i}"),
+        AIMessage(f"Noted {thread} {i}.", id=f"{thread}-a{i}"),
+    ]
+
+
+async def run_three_threads(memory: ObservationalMemory, *, sync: bool, turns: int = 6) -> None:
+    """Alice and Bob talk in turns on their threads, through ``add_messages`` (or its async
+    twin): enough for each resource to observe, and with a low reflection threshold, reflect."""
+    for i in range(turns):
+        for thread, resource in RESOURCE_THREADS:
+            messages = resource_turn(thread, resource, i)
+            if sync:
+                memory.add_messages(thread, messages, resource_id=resource)
+            else:
+                await memory.aadd_messages(thread, messages, resource_id=resource)
+
+
+def other_user(resource: str) -> tuple[str, set[str]]:
+    """The other user's secret and threads, which ``resource``'s memory must never contain."""
+    if resource == "alice":
+        return "7788", {"C"}
+    return "4921", {"A", "B"}

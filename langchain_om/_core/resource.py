@@ -38,6 +38,7 @@ __all__ = [
     "new_resource_record",
     "observed_ids",
     "plan_batches",
+    "sections_text",
     "split_threads",
     "thread_label",
 ]
@@ -196,6 +197,16 @@ def split_threads(text: str, labels: Sequence[str]) -> list[Section]:
     for label, lines in blocks:
         sections.extend(_by_date(label, "\n".join(lines)))
     return sections
+
+
+def sections_text(sections: Sequence[Section]) -> str:
+    """``sections`` (of one thread) as thread scope's observation text: ``Date:`` headers,
+    then their lines (no ``<thread id>`` blocks); :func:`split_threads` reads it back."""
+    blocks = []
+    for s in sections:
+        head = f"Date: {s.date}\n" if s.date else ""
+        blocks.append(head + "\n".join(s.lines))
+    return "\n\n".join(blocks)
 
 
 def merge_sections(log: Sequence[ThreadSection], new: Sequence[Section]) -> list[ThreadSection]:

@@ -50,6 +50,7 @@ from langchain_om._core.resource import (
     log_text,
     observed_ids,
     plan_batches,
+    sections_text,
     split_threads,
     thread_label,
 )
@@ -71,6 +72,12 @@ from langchain_om._plans.storage import (
     resource_record_put_op,
     unpack_pending,
 )
+from langchain_om._plans.transforms import (
+    after_observation,
+    after_reflection,
+    before_observation,
+    before_reflection,
+)
 from langchain_om._plans.types import TurnEnv
 from langchain_om.errors import ObserverOutputError, ReflectorOutputError
 from langchain_om.locks import ThreadLock, hold_async
@@ -90,6 +97,7 @@ __all__ = [
     "reflect_resource_plan",
     "resource_lock_key",
     "save_pending_plan",
+    "thread_context",
 ]
 
 MAX_COMMIT_ATTEMPTS = 50
@@ -250,11 +258,22 @@ REFLECTION_NOTE = (
 
 
 def reflect_resource_plan(
-    env: TurnEnv, resource_id: str, record: ResourceRecord, *, thread_id: str
+    env: TurnEnv,
+    resource_id: str,
+    record: ResourceRecord,
+    *,
+    thread_id: str,
+    ctx: Mapping[str, Any] | None = None,
 ) -> ResourcePlan[ResourceRecord]:
-    """Condense the shared log into a new generation (one Reflector call), commit it."""
+    """Condense the shared log into a new generation (one Reflector call), commit it.
+
+    ``hooks.before_reflection`` is given the shared log (its ``<thread id>`` blocks) and may
+    change what the Reflector reads; ``hooks.after_reflection`` is given the condensed log,
+    and may change or veto it (``ctx`` is the transform hooks' context).
+    """
     cfg = env.config.reflection
-    text = log_text(record["sections"])
+    ctx = ctx if ctx is not None else _hook_context(resource_id, thread_id)
+    text = yield from before_reflection(env, ctx, log_text(record["sections"]))
     instruction = "\n\n".join(t for t in (cfg.instruction, REFLECTION_NOTE) if t)
     prompt = build_reflector_messages(
         observations=text,
@@ -284,7 +303,8 @@ def reflect_resource_plan(
         raise ReflectorOutputError("The Reflector's reply was cut short.", raw=reply_text(result))
     parsed = parse_observer_output(reply_text(result))
     labels = list(dict.fromkeys(s["thread"] for s in record["sections"]))
-    condensed = split_threads(parsed.observations, labels)
+    kept = yield from after_reflection(env, ctx, parsed.observations)
+    condensed = split_threads(kept, labels)
     if not condensed:
         raise ReflectorOutputError("The Reflector returned no observations.", raw=parsed.raw)
     return (
@@ -317,6 +337,7 @@ def observe_resource_plan(
     *,
     current: tuple[str, Sequence[BaseMessage]] | None = None,
     threshold: int = 0,
+    ctx: Mapping[str, Any] | None = None,
 ) -> ResourcePlan[ResourceRecord]:
     """Observe the unobserved messages of the resource's threads, batched, in parallel.
 
@@ -326,6 +347,7 @@ def observe_resource_plan(
         current: ``(thread_id, window)`` of the thread whose step this is; its live window
             replaces what the store holds for it.
         threshold: take threads largest first until their tokens reach it (0: all).
+        ctx: the transform hooks' context (the step's cycle).
 
     Returns:
         The record as committed.
@@ -333,7 +355,11 @@ def observe_resource_plan(
     record, windows = yield from load_resource_plan(resource_id)
     if current is not None:
         windows[current[0]] = list(current[1])
-    return (yield from observe_threads_plan(env, resource_id, record, windows, threshold=threshold))
+    return (
+        yield from observe_threads_plan(
+            env, resource_id, record, windows, threshold=threshold, ctx=ctx
+        )
+    )
 
 
 def observe_threads_plan(
@@ -343,12 +369,16 @@ def observe_threads_plan(
     windows: Mapping[str, Sequence[BaseMessage]],
     *,
     threshold: int = 0,
+    ctx: Mapping[str, Any] | None = None,
 ) -> ResourcePlan[ResourceRecord]:
     """Observe ``windows`` (per thread, minus what ``record`` counts as observed), commit.
 
     Threads are batched by ``observation.max_tokens_per_batch`` and the batches observed in
-    parallel; their answers are committed together with compare-and-set.
+    parallel; their answers are committed together with compare-and-set. The transform hooks
+    run per thread (``ctx``, the step's cycle context, with that thread's id): a thread's
+    messages and observations are never shown to a hook call about another thread.
     """
+    ctx = ctx if ctx is not None else _hook_context(resource_id, None)
     todo = _unobserved(record, windows)
     pending = [
         ThreadPending(tid, env.counter.count_messages(msgs), _oldest(msgs))
@@ -362,7 +392,9 @@ def observe_threads_plan(
     if not batches:
         return record
     plans = [
-        _observe_batch(env, resource_id, record, {t.thread_id: todo[t.thread_id] for t in batch})
+        _observe_batch(
+            env, resource_id, record, {t.thread_id: todo[t.thread_id] for t in batch}, ctx
+        )
         for batch in batches
     ]
     results: list[ResourceDelta] = yield Gather(plans)
@@ -406,16 +438,68 @@ def _history(
     return FormattedHistory(text="\n\n".join(parts), attachments=attachments, message_ids=ids)
 
 
+def _hook_context(resource_id: str, thread_id: str | None) -> dict[str, Any]:
+    """The transform hooks' context when no step's cycle gave one."""
+    return {"thread_id": thread_id, "resource_id": resource_id, "trigger": "manual"}
+
+
+def thread_context(ctx: Mapping[str, Any], thread_ids: Sequence[str]) -> dict[str, Any]:
+    """``ctx`` for a hook call about ``thread_ids`` (the first is its ``thread_id``)."""
+    return {**ctx, "thread_id": thread_ids[0], "thread_ids": list(thread_ids)}
+
+
+def _shown(
+    env: TurnEnv, ctx: Mapping[str, Any], threads: Mapping[str, Sequence[BaseMessage]]
+) -> Plan[dict[str, list[BaseMessage]]]:
+    """Per thread, the messages the Observer may see (``hooks.before_observation``).
+
+    The hook is called once per thread; a thread it withheld whole is left out.
+    """
+    shown: dict[str, list[BaseMessage]] = {}
+    for tid, messages in threads.items():
+        seen = yield from before_observation(env, thread_context(ctx, [tid]), messages)
+        if seen:
+            shown[tid] = seen
+    return shown
+
+
+def _kept(
+    env: TurnEnv,
+    ctx: Mapping[str, Any],
+    sections: Sequence[Section],
+    labels: Mapping[str, str],
+) -> Plan[list[Section]]:
+    """``sections`` through ``hooks.after_observation``, one call per thread.
+
+    Each call gets one thread's lines as thread scope's text; a vetoed thread keeps no lines.
+    Lines the Observer wrote outside every thread block are passed in one call naming all the
+    batch's threads.
+    """
+    by_label = {label: tid for tid, label in labels.items()}
+    out: list[Section] = []
+    for label in dict.fromkeys(s.thread for s in sections):
+        own = [s for s in sections if s.thread == label]
+        tids = [by_label[part] for part in label.split(",") if part in by_label] or list(labels)
+        text = yield from after_observation(env, thread_context(ctx, tids), sections_text(own))
+        out.extend(split_threads(text, [label]) if text.strip() else [])
+    return out
+
+
 def _observe_batch(
     env: TurnEnv,
     resource_id: str,
     record: ResourceRecord,
-    threads: Mapping[str, Sequence[BaseMessage]],
+    batch: Mapping[str, Sequence[BaseMessage]],
+    ctx: Mapping[str, Any],
 ) -> Plan[ResourceDelta]:
     """One Observer call for a batch of threads; its answer split by thread and date."""
     cfg = env.config
     obscure = cfg.effective_obscure_thread_ids
-    labels = {tid: thread_label(tid, obscure=obscure) for tid in threads}
+    labels = {tid: thread_label(tid, obscure=obscure) for tid in batch}
+    observed = {tid: [m.id for m in msgs if m.id] for tid, msgs in batch.items()}
+    threads = yield from _shown(env, ctx, batch)
+    if not threads:  # the hook withheld everything: observed, without a model call
+        return ResourceDelta(new_id(), observed, [], labels)
     budget = cfg.observation.previous_observer_tokens
     previous_text = log_text(record["sections"])
     previous = (
@@ -467,10 +551,12 @@ def _observe_batch(
         )
         if v
     }
+    sections = split_threads(parsed.observations, [labels[t] for t in threads])
+    shown_labels = {tid: labels[tid] for tid in threads}
     return ResourceDelta(
         delta_id=new_id(),
-        observed={tid: [m.id for m in msgs if m.id] for tid, msgs in threads.items()},
-        sections=split_threads(parsed.observations, [labels[t] for t in threads]),
+        observed=observed,
+        sections=(yield from _kept(env, ctx, sections, shown_labels)),
         labels=labels,
         hints=hints,
     )

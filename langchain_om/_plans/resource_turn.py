@@ -41,7 +41,7 @@ from langchain_om._core.resource import (
 )
 from langchain_om._core.types import OMRecord
 from langchain_om._core.window import observation_cut
-from langchain_om._plans.cycles import failure_reason, status_event
+from langchain_om._plans.cycles import Cycle, failure_reason, status_event
 from langchain_om._plans.effects import HookCall
 from langchain_om._plans.resource import (
     ResourcePlan,
@@ -51,6 +51,7 @@ from langchain_om._plans.resource import (
     save_pending_plan,
 )
 from langchain_om._plans.storage import observed_plan
+from langchain_om._plans.transforms import archived_messages
 from langchain_om._plans.types import (
     TurnEnv,
     TurnInput,
@@ -117,7 +118,7 @@ def resource_turn_plan(env: TurnEnv, inp: TurnInput) -> ResourcePlan[TurnOutcome
         if not message.id:  # cursors name messages by id (graph reducers set them already)
             message.id = f"om-{new_id()}"
     shared, windows = yield from load_resource_plan(resource_id)
-    yield from _leave(env, out, shared)
+    yield from _leave(env, inp, out, shared)
     if inp.allow_observe and inp.sync_cycles:
         shared = yield from _observe_due(env, inp, out, shared, windows)
     if inp.allow_reflect and (inp.sync_cycles or inp.force_reflect):
@@ -133,12 +134,20 @@ def resource_turn_plan(env: TurnEnv, inp: TurnInput) -> ResourcePlan[TurnOutcome
     return out
 
 
-def _leave(env: TurnEnv, out: TurnOutcome, shared: ResourceRecord) -> ResourcePlan[None]:
-    """Archive and drop the window's messages the shared record counts as observed."""
+def _leave(
+    env: TurnEnv, inp: TurnInput, out: TurnOutcome, shared: ResourceRecord
+) -> ResourcePlan[None]:
+    """Archive and drop the window's messages the shared record counts as observed.
+
+    With ``hooks.archive_transformed`` the archive keeps what ``hooks.before_observation``
+    makes of them (the hook is run again here, by the thread that owns them).
+    """
     observed = observed_ids(shared).get(out.record["thread_id"], set())
     gone = [m for m in out.window if m.id in observed]
     if not gone:
         return
+    ctx = Cycle(env, inp, out.record, "observation", 0, inp.trigger).context()
+    kept = yield from archived_messages(env, ctx, gone)
     after = dict(out.record)
     after["observed_message_count"] = out.record["observed_message_count"] + len(gone)
     after["last_observed_message_id"] = gone[-1].id
@@ -146,7 +155,7 @@ def _leave(env: TurnEnv, out: TurnOutcome, shared: ResourceRecord) -> ResourcePl
         env.counter.count_messages(gone)
     )
     out.record = yield from observed_plan(
-        gone,
+        kept,
         before=out.record,
         after=after,  # type: ignore[arg-type]
         vector=env.vector,
@@ -190,13 +199,18 @@ def _observe_due(
     yield from cycle.start()
     try:
         shared = yield from observe_threads_plan(
-            env, shared["resource_id"], shared, todo, threshold=0 if forced else threshold
+            env,
+            shared["resource_id"],
+            shared,
+            todo,
+            threshold=0 if forced else threshold,
+            ctx=cycle.context(),
         )
     except Exception as exc:
         yield from cycle.failed(exc)
         return _failed(env, inp, out, shared, exc)
     yield from cycle.end(shared)
-    yield from _leave(env, out, shared)
+    yield from _leave(env, inp, out, shared)
     return shared
 
 
@@ -225,7 +239,7 @@ def _reflect_due(
     yield from cycle.start()
     try:
         shared = yield from reflect_resource_plan(
-            env, shared["resource_id"], shared, thread_id=inp.thread_id
+            env, shared["resource_id"], shared, thread_id=inp.thread_id, ctx=cycle.context()
         )
     except Exception as exc:
         yield from cycle.failed(exc)
@@ -262,6 +276,19 @@ class _Cycle:
                 **extra,
             }
             yield HookCall(name, hook, payload)
+
+    def context(self) -> dict[str, Any]:
+        """The transform hooks' ``ctx``, as thread scope's cycle gives it."""
+        frame = Cycle(
+            self.env,
+            self.inp,
+            self.record,
+            self.operation,
+            self.tokens,
+            self.inp.trigger,
+            cycle_id=self.cycle_id,
+        )
+        return frame.context()
 
     def _ids(self) -> dict[str, Any]:
         return {

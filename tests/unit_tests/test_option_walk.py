@@ -586,10 +586,6 @@ RESOURCE_REFUSED: dict[str, dict[str, Any]] = {
     "activate_on_provider_change": _obs(activate_on_provider_change=True),
     "read_only": {"read_only": True},
     "keep_last_messages": {"keep_last_messages": 4},
-    "hooks.before_observation": {"hooks": {"before_observation": _topics_to_subjects}},
-    "hooks.after_observation": {"hooks": {"after_observation": _with_line}},
-    "hooks.before_reflection": {"hooks": {"before_reflection": _with_line}},
-    "hooks.after_reflection": {"hooks": {"after_reflection": _with_line}},
     "memory_tool": {"memory_tool": True},
     "observation.manage_working_memory": _obs(manage_working_memory=True),
     "reflection.extract": _ref(extract=[Extractor("Topics", "Topics liked.", schema=_TopicsValue)]),
@@ -607,6 +603,15 @@ RESOURCE_CHANGES: list[Changes] = [
         _ref(block_after=50_000),
         Script(RESOURCE.options, reflector=_failing),
     ),
+    Changes(
+        "hooks.before_observation",
+        {},
+        {"hooks": {"before_observation": _topics_to_subjects}},
+        RESOURCE,
+    ),
+    Changes("hooks.after_observation", {}, {"hooks": {"after_observation": _with_line}}, RESOURCE),
+    Changes("hooks.before_reflection", {}, {"hooks": {"before_reflection": _with_line}}, RESOURCE),
+    Changes("hooks.after_reflection", {}, {"hooks": {"after_reflection": _with_line}}, RESOURCE),
 ]
 """Options whose resource-scope behaviour is its own (thread scope's rows above do not show
 it): the walk proves they change what resource scope shows too."""

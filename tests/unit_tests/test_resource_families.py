@@ -1,0 +1,160 @@
+"""Resource scope runs the option families thread scope runs, one user's data at a time.
+
+Each test drives the scripted three-thread, two-user run of ``tests.isolation_scenarios``
+(Alice on threads A and B, Bob on thread C) through the public API on a real SQLite file,
+sync and async, and checks both what the option does and that nothing of one user reaches
+what is computed, stored or shown for the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import BaseMessage
+
+from langchain_om import ObservationalMemory
+from langchain_om.testing import FunctionChatModel
+from tests.helpers import FIXED, thread_memory_reply
+from tests.isolation_scenarios import (
+    ALICE_SECRET,
+    BOB_SECRET,
+    RESOURCE_THREADS,
+    other_user,
+    run_three_threads,
+)
+
+MODES = ["sync", "async"]
+
+
+def open_memory(path: Path, **overrides: Any) -> ObservationalMemory:
+    """A resource-scope memory on the SQLite file ``path``; ``overrides`` merge into the
+    options (``observation`` and ``reflection`` key by key)."""
+    options: dict[str, Any] = {
+        "model": FunctionChatModel(function=thread_memory_reply),
+        "scope": "resource",
+        "observation": {"message_tokens": 250, "buffer_tokens": False},
+        "reflection": {"observation_tokens": 100_000},
+        "clock": lambda: FIXED,
+        "sleep": lambda s: None,
+    }
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(options.get(key), dict):
+            options[key] = {**options[key], **value}
+        else:
+            options[key] = value
+    return ObservationalMemory.from_sqlite(str(path), **options)
+
+
+def run(memory: ObservationalMemory, mode: str, turns: int = 6) -> None:
+    asyncio.run(run_three_threads(memory, sync=mode == "sync", turns=turns))
+
+
+def log_of(memory: ObservationalMemory, thread: str, resource: str) -> str:
+    return memory.status(thread_id=thread, resource_id=resource).observations
+
+
+def owner(thread: str) -> str:
+    return dict(RESOURCE_THREADS)[thread]
+
+
+def text_of(messages: Sequence[BaseMessage]) -> str:
+    return "\n".join(m.text for m in messages)
+
+
+# -- transform hooks ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_observation_hooks_run_per_thread_and_change_what_is_observed(
+    tmp_path: Path, mode: str
+) -> None:
+    before: list[tuple[Mapping[str, Any], list[BaseMessage]]] = []
+    after: list[tuple[Mapping[str, Any], str]] = []
+
+    def redact(batch: Sequence[BaseMessage], ctx: Mapping[str, Any]) -> list[BaseMessage]:
+        before.append((dict(ctx), list(batch)))
+        return [m.model_copy(update={"content": m.text.replace("locker", "[x]")}) for m in batch]
+
+    def stamp(text: str, ctx: Mapping[str, Any]) -> str:
+        after.append((dict(ctx), text))
+        return text + f"\n* 🟢 (09:00) checked for thread {ctx['thread_id']}"
+
+    model = FunctionChatModel(function=thread_memory_reply)
+    hooks = {"before_observation": redact, "after_observation": stamp}
+    with open_memory(tmp_path / "om.db", model=model, hooks=hooks) as memory:
+        run(memory, mode)
+        alice, bob = log_of(memory, "A", "alice"), log_of(memory, "C", "bob")
+    assert before and after
+    prompts = "\n".join(m.text for call in model.calls for m in call.messages)
+    assert "locker" not in prompts and "[x] code 4921" in prompts  # the Observer read the hook's
+    assert "checked for thread A" in alice and "checked for thread B" in alice
+    assert "checked for thread C" in bob and "4921" not in bob and "7788" not in alice
+    for ctx, batch in before:  # one thread's messages per call, of the thread it names
+        assert ctx["resource_id"] == owner(ctx["thread_id"]) and ctx["thread_ids"] == [
+            ctx["thread_id"]
+        ]
+        assert {m.id.split("-")[0] for m in batch if m.id} == {ctx["thread_id"]}
+        secret, _ = other_user(ctx["resource_id"])
+        assert secret not in text_of(batch)
+    for ctx, text in after:
+        secret, threads = other_user(ctx["resource_id"])
+        assert secret not in text and not threads & set(ctx["thread_ids"])
+        assert ctx["operation"] == "observation" and ctx["memory"] is memory
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_reflection_hooks_see_and_change_one_users_log(tmp_path: Path, mode: str) -> None:
+    seen: list[tuple[str, Mapping[str, Any], str]] = []
+
+    def before(text: str, ctx: Mapping[str, Any]) -> str:
+        seen.append(("before", dict(ctx), text))
+        return text
+
+    def after(text: str, ctx: Mapping[str, Any]) -> str:
+        seen.append(("after", dict(ctx), text))
+        return text + "\n* 🟢 (09:00) condensed by the hook"
+
+    hooks = {"before_reflection": before, "after_reflection": after}
+    reflection = {"observation_tokens": 150, "block_after": 1_000}
+    with open_memory(tmp_path / "om.db", hooks=hooks, reflection=reflection) as memory:
+        run(memory, mode, turns=8)
+        snap = memory.status(thread_id="B", resource_id="alice")
+    assert {"before", "after"} <= {when for when, _, _ in seen}
+    assert snap.record["generation"] >= 1 and "condensed by the hook" in snap.observations
+    for when, ctx, text in seen:
+        secret, _ = other_user(ctx["resource_id"])
+        assert ctx["operation"] == "reflection" and secret not in text
+        assert ("4921" if ctx["resource_id"] == "alice" else "7788") in text or when == "after"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_after_reflection_veto_keeps_the_shared_log(tmp_path: Path, mode: str) -> None:
+    hooks = {"after_reflection": lambda text, ctx: False}
+    reflection = {"observation_tokens": 150, "block_after": 100_000}
+    with open_memory(tmp_path / "om.db", hooks=hooks, reflection=reflection) as memory:
+        run(memory, mode, turns=8)
+        snap = memory.status(thread_id="A", resource_id="alice")
+    assert snap.record["generation"] == 0
+    assert ALICE_SECRET.split(" in ")[0] in snap.observations
+    assert BOB_SECRET.split(" in ")[0] not in snap.observations
+
+
+@pytest.mark.parametrize("transformed", [False, True])
+def test_archive_transformed_keeps_what_the_hook_made_of_each_threads_messages(
+    tmp_path: Path, transformed: bool
+) -> None:
+    def redact(batch: Sequence[BaseMessage], ctx: Mapping[str, Any]) -> list[BaseMessage]:
+        return [m.model_copy(update={"content": m.text.replace("locker", "[x]")}) for m in batch]
+
+    hooks = {"before_observation": redact, "archive_transformed": transformed}
+    with open_memory(tmp_path / "om.db", hooks=hooks) as memory:
+        run(memory, "sync")
+        stored = {t: text_of(memory.archived_messages(t)) for t in ("A", "B", "C")}
+    assert all(stored.values())
+    assert ("locker code 4921" in stored["A"]) is not transformed
+    assert ("[x] code 7788" in stored["C"]) is transformed
+    assert "7788" not in stored["A"] + stored["B"] and "4921" not in stored["C"]
