@@ -89,11 +89,6 @@ _RESOURCE_ONLY: tuple[tuple[str, _Test, str], ...] = (
         "the Observer of several threads at once does not propose thread titles.",
     ),
     (
-        "temporal_markers",
-        lambda c: c.temporal_markers,
-        "time-gap reminders are not inserted in resource scope yet.",
-    ),
-    (
         "observation.use_usage_metadata",
         lambda c: c.observation.use_usage_metadata,
         "resource scope triggers on the estimated tokens of all the resource's threads; the "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -144,10 +145,19 @@ def resource_turn(thread: str, resource: str, i: int) -> list[BaseMessage]:
     ]
 
 
-async def run_three_threads(memory: ObservationalMemory, *, sync: bool, turns: int = 6) -> None:
+async def run_three_threads(
+    memory: ObservationalMemory,
+    *,
+    sync: bool,
+    turns: int = 6,
+    before_round: Callable[[int], object] | None = None,
+) -> None:
     """Alice and Bob talk in turns on their threads, through ``add_messages`` (or its async
-    twin): enough for each resource to observe, and with a low reflection threshold, reflect."""
+    twin): enough for each resource to observe, and with a low reflection threshold, reflect.
+    ``before_round(i)`` runs before round ``i`` (to move a clock)."""
     for i in range(turns):
+        if before_round is not None:
+            before_round(i)
         for thread, resource in RESOURCE_THREADS:
             messages = resource_turn(thread, resource, i)
             if sync:

@@ -52,6 +52,7 @@ from langchain_om._plans.resource import (
 )
 from langchain_om._plans.storage import observed_plan
 from langchain_om._plans.transforms import archived_messages
+from langchain_om._plans.turn_rules import insert_gap_reminder
 from langchain_om._plans.types import (
     TurnEnv,
     TurnInput,
@@ -117,6 +118,8 @@ def resource_turn_plan(env: TurnEnv, inp: TurnInput) -> ResourcePlan[TurnOutcome
     for message in out.window:
         if not message.id:  # cursors name messages by id (graph reducers set them already)
             message.id = f"om-{new_id()}"
+    if env.config.temporal_markers:  # the thread's own pause, as in thread scope
+        insert_gap_reminder(env, inp, out, now)
     shared, windows = yield from load_resource_plan(resource_id)
     yield from _leave(env, inp, out, shared)
     if inp.allow_observe and inp.sync_cycles:

@@ -580,7 +580,6 @@ def test_option_is_refused_naming_why(row: Refused) -> None:
 RESOURCE_REFUSED: dict[str, dict[str, Any]] = {
     "observation.extract": _obs(extract=[Extractor("Topics", "Topics liked.")]),
     "observation.thread_title": _obs(thread_title=True),
-    "temporal_markers": {"temporal_markers": True},
     "observation.use_usage_metadata": _obs(use_usage_metadata=True),
     "activate_after_idle": _ref(activate_after_idle="5m"),
     "activate_on_provider_change": _obs(activate_on_provider_change=True),
@@ -612,6 +611,12 @@ RESOURCE_CHANGES: list[Changes] = [
     Changes("hooks.after_observation", {}, {"hooks": {"after_observation": _with_line}}, RESOURCE),
     Changes("hooks.before_reflection", {}, {"hooks": {"before_reflection": _with_line}}, RESOURCE),
     Changes("hooks.after_reflection", {}, {"hooks": {"after_reflection": _with_line}}, RESOURCE),
+    Changes(
+        "temporal_markers",
+        {},
+        {"temporal_markers": True},
+        Script(RESOURCE.options, idle_gap_at=6, turns=8),
+    ),
 ]
 """Options whose resource-scope behaviour is its own (thread scope's rows above do not show
 it): the walk proves they change what resource scope shows too."""

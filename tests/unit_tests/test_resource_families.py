@@ -9,7 +9,8 @@ what is computed, stored or shown for the other.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from langchain_core.messages import BaseMessage
 
 from langchain_om import ObservationalMemory
 from langchain_om.testing import FunctionChatModel
-from tests.helpers import FIXED, thread_memory_reply
+from tests.helpers import FIXED, Clock, thread_memory_reply
 from tests.isolation_scenarios import (
     ALICE_SECRET,
     BOB_SECRET,
@@ -49,8 +50,14 @@ def open_memory(path: Path, **overrides: Any) -> ObservationalMemory:
     return ObservationalMemory.from_sqlite(str(path), **options)
 
 
-def run(memory: ObservationalMemory, mode: str, turns: int = 6) -> None:
-    asyncio.run(run_three_threads(memory, sync=mode == "sync", turns=turns))
+def run(
+    memory: ObservationalMemory,
+    mode: str,
+    turns: int = 6,
+    before_round: Callable[[int], object] | None = None,
+) -> None:
+    go = run_three_threads(memory, sync=mode == "sync", turns=turns, before_round=before_round)
+    asyncio.run(go)
 
 
 def log_of(memory: ObservationalMemory, thread: str, resource: str) -> str:
@@ -158,3 +165,44 @@ def test_archive_transformed_keeps_what_the_hook_made_of_each_threads_messages(
     assert ("locker code 4921" in stored["A"]) is not transformed
     assert ("[x] code 7788" in stored["C"]) is transformed
     assert "7788" not in stored["A"] + stored["B"] and "4921" not in stored["C"]
+
+
+# -- temporal markers -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_pause_in_one_thread_inserts_its_reminder_in_that_thread_only(
+    tmp_path: Path, mode: str
+) -> None:
+    clock = Clock()
+    events: list[Any] = []
+
+    def pause(i: int) -> None:
+        clock.now += timedelta(minutes=1)
+        if i == 3:
+            clock.now += timedelta(hours=3)
+
+    model = FunctionChatModel(function=thread_memory_reply)
+    with open_memory(
+        tmp_path / "om.db",
+        model=model,
+        temporal_markers=True,
+        clock=clock,
+        on_debug_event=events.append,
+    ) as memory:
+        run(memory, mode, before_round=pause)
+        windows = {t: memory.status(thread_id=t).window for t, _ in RESOURCE_THREADS}
+        archived = {t: memory.archived_messages(t) for t, _ in RESOURCE_THREADS}
+    gaps = [e for e in events if e.type == "data-om-temporal-gap"]
+    assert sorted(e.thread_id for e in gaps) == ["A", "B", "C"]  # each thread's own pause
+    assert all(e.precedes_message_id == f"{e.thread_id}-h3" for e in gaps)
+    for thread, _ in RESOURCE_THREADS:
+        reminders = [
+            m
+            for m in [*archived[thread], *windows[thread]]
+            if m.id and m.id.startswith("__temporal_gap_")
+        ]
+        assert [m.id for m in reminders] == [f"__temporal_gap_{thread}-h3"]
+        assert "3 hours" in reminders[0].text
+    prompts = [call.messages[-1].text for call in model.calls]
+    assert any("3 hours" in p for p in prompts), "the Observer reads the reminder"
