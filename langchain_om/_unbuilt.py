@@ -97,11 +97,6 @@ _RESOURCE_ONLY: tuple[tuple[str, _Test, str], ...] = (
     ("activate_after_idle", _activates("activate_after_idle"), _BUFFERS_NOTHING),
     ("activate_on_provider_change", _activates("activate_on_provider_change"), _BUFFERS_NOTHING),
     (
-        "read_only",
-        lambda c: c.read_only,
-        "the shared log of a resource is loaded by the step a read-only memory skips.",
-    ),
-    (
         "keep_last_messages",
         lambda c: c.keep_last_messages > 0,
         "the floor applies to one thread's window; resource cycles cut every thread's.",

@@ -17,6 +17,8 @@ When the shared log reaches ``reflection.observation_tokens`` it is condensed (o
 call, committed with compare-and-set; what was observed meanwhile is kept after it). Async
 buffering does not run in resource scope, so the reflection is always synchronous; while it
 keeps failing, the view shows at most ``reflection.block_after`` tokens of the log.
+
+A ``read_only`` step does only step 4 (nothing is written, its window is not shared).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from langchain_om._core.types import OMRecord
 from langchain_om._core.window import observation_cut
 from langchain_om._plans.cycles import Cycle, failure_reason, status_event
 from langchain_om._plans.effects import HookCall
+from langchain_om._plans.read_only import read_only_plan
 from langchain_om._plans.resource import (
     ResourcePlan,
     load_resource_plan,
@@ -102,6 +105,8 @@ def _require_resource(inp: TurnInput) -> str:
 
 def resource_turn_plan(env: TurnEnv, inp: TurnInput) -> ResourcePlan[TurnOutcome]:
     """One step of ``inp.thread_id`` in resource scope (see the module docstring)."""
+    if env.config.read_only:
+        return (yield from _read_only_turn(env, inp))
     resource_id = _require_resource(inp)
     inp = replace(inp, resource_id=resource_id)
     now = env.now()
@@ -129,6 +134,36 @@ def resource_turn_plan(env: TurnEnv, inp: TurnInput) -> ResourcePlan[TurnOutcome
     yield from save_pending_plan(env, resource_id, inp.thread_id, out.window)
     others = {t: w for t, w in windows.items() if t != inp.thread_id}
     out.record = _view(env, out.record, shared, others, now, actor_model=inp.actor_model)
+    out.status = status_event(
+        env, out.record, env.counter.count_messages(out.window), inp.step_number
+    )
+    if inp.emit_status:
+        emit_event(env, inp, out.status)
+    return out
+
+
+def _read_only_turn(env: TurnEnv, inp: TurnInput) -> ResourcePlan[TurnOutcome]:
+    """A ``read_only`` step: the shared log and the other threads' messages, as stored now.
+
+    Nothing is observed, reflected, archived or stored: the thread's window stays as it is,
+    and its messages are not shared with the other threads (the reader only reads). The
+    thread's record is the one :func:`~langchain_om._plans.read_only.read_only_plan` shows.
+    """
+    now = env.now()
+    record = inp.record or new_record(
+        thread_id=inp.thread_id,
+        resource_id=inp.resource_id,
+        scope="resource",
+        timezone=env.timezone,
+        now=iso(now),
+    )
+    out = yield from read_only_plan(inp, TurnOutcome(record=record, window=list(inp.window)))
+    resource_id = _require_resource(replace(inp, record=out.record))
+    shared, windows = yield from load_resource_plan(resource_id)
+    others = {t: w for t, w in windows.items() if t != inp.thread_id}
+    view = _view(env, out.record, shared, others, now)
+    view["last_activity_at"] = out.record["last_activity_at"]
+    out.record = view
     out.status = status_event(
         env, out.record, env.counter.count_messages(out.window), inp.step_number
     )

@@ -583,7 +583,6 @@ RESOURCE_REFUSED: dict[str, dict[str, Any]] = {
     "observation.use_usage_metadata": _obs(use_usage_metadata=True),
     "activate_after_idle": _ref(activate_after_idle="5m"),
     "activate_on_provider_change": _obs(activate_on_provider_change=True),
-    "read_only": {"read_only": True},
     "keep_last_messages": {"keep_last_messages": 4},
     "memory_tool": {"memory_tool": True},
     "observation.manage_working_memory": _obs(manage_working_memory=True),
@@ -617,6 +616,7 @@ RESOURCE_CHANGES: list[Changes] = [
         {"temporal_markers": True},
         Script(RESOURCE.options, idle_gap_at=6, turns=8),
     ),
+    Changes("read_only", {}, {"read_only": True}, RESOURCE),
 ]
 """Options whose resource-scope behaviour is its own (thread scope's rows above do not show
 it): the walk proves they change what resource scope shows too."""

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_om import ObservationalMemory
 from langchain_om.testing import FunctionChatModel
-from tests.helpers import FIXED, Clock, thread_memory_reply
+from tests.helpers import FIXED, Clock, build_agent, thread_memory_reply
 from tests.isolation_scenarios import (
     ALICE_SECRET,
     BOB_SECRET,
@@ -27,6 +27,7 @@ from tests.isolation_scenarios import (
     other_user,
     run_three_threads,
 )
+from tests.unit_tests.test_resource_frontdoors import actor, cfg, system_text
 
 MODES = ["sync", "async"]
 
@@ -206,3 +207,54 @@ def test_a_pause_in_one_thread_inserts_its_reminder_in_that_thread_only(
         assert "3 hours" in reminders[0].text
     prompts = [call.messages[-1].text for call in model.calls]
     assert any("3 hours" in p for p in prompts), "the Observer reads the reminder"
+
+
+# -- read_only --------------------------------------------------------------------------------
+
+
+def store_items(memory: ObservationalMemory) -> list[tuple[tuple[str, ...], str, Any]]:
+    """Everything in the store (namespace, key, value), to compare before and after."""
+    out = []
+    for namespace in memory.store.list_namespaces(limit=10_000):
+        for item in memory.store.search(namespace, limit=10_000):
+            if item.namespace == namespace:
+                out.append((item.namespace, item.key, item.value))
+    return sorted(out, key=repr)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_read_only_reader_sees_its_users_shared_log_and_writes_nothing(
+    tmp_path: Path, mode: str
+) -> None:
+    with open_memory(tmp_path / "om.db") as writer:
+        run(writer, mode, turns=5)
+        memory_model = FunctionChatModel(function=thread_memory_reply)
+        reader = ObservationalMemory(
+            model=memory_model,
+            scope="resource",
+            read_only=True,
+            store=writer.store,
+            checkpointer=writer.checkpointer,
+            observation={"message_tokens": 250, "buffer_tokens": False},
+            clock=lambda: FIXED,
+        )
+        before = store_items(writer)
+        model = actor()
+        agent = build_agent(reader, model)
+        question = {"messages": [HumanMessage("What is my locker code? " + "Tell me. " * 80)]}
+        for thread, resource in (("R", "alice"), ("A", "alice"), ("S", "bob")):
+            config = cfg(thread, resource)
+            if mode == "sync":
+                agent.invoke(question, config)
+                agent.invoke(question, config)  # a second turn: still nothing observed
+                context = reader.get_context(thread_id=thread, resource_id=resource)
+            else:
+                asyncio.run(agent.ainvoke(question, config))
+                asyncio.run(agent.ainvoke(question, config))
+                context = asyncio.run(reader.aget_context(thread_id=thread, resource_id=resource))
+            seen = "\n".join(system_text(c) for c in model.calls[-2:]) + text_of(context)
+            mine, (theirs, _) = ("4921" if resource == "alice" else "7788"), other_user(resource)
+            assert mine in seen and theirs not in seen
+        after = store_items(writer)
+        assert after == before, "a read-only memory writes nothing"
+        assert memory_model.calls == []
