@@ -84,11 +84,6 @@ _RESOURCE_ONLY: tuple[tuple[str, _Test, str], ...] = (
         f"{_NO_EXTRACTORS} (the shared log has no extracted values).",
     ),
     (
-        "observation.thread_title",
-        lambda c: c.observation.thread_title,
-        "the Observer of several threads at once does not propose thread titles.",
-    ),
-    (
         "observation.use_usage_metadata",
         lambda c: c.observation.use_usage_metadata,
         "resource scope triggers on the estimated tokens of all the resource's threads; the "

@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from langchain_om._core.observer import BUILTIN_SECTIONS, split_sections, title_hint
+
 __all__ = [
     "RESOURCE_RECORD_VERSION",
     "ResourceDelta",
@@ -41,6 +43,7 @@ __all__ = [
     "sections_text",
     "split_threads",
     "thread_label",
+    "thread_titles",
 ]
 
 RESOURCE_RECORD_VERSION = 1
@@ -80,6 +83,8 @@ class ResourceRecord(TypedDict):
     """Per thread id: ids of its messages observed so far, oldest first."""
     applied: list[str]
     """Ids of the deltas committed (the last 200), so a replayed commit is a no-op."""
+    titles: dict[str, str]
+    """Per thread id, the title the Observer proposed last (``observation.thread_title``)."""
 
 
 def new_resource_record(resource_id: str) -> ResourceRecord:
@@ -94,6 +99,7 @@ def new_resource_record(resource_id: str) -> ResourceRecord:
         extracted={},
         cursors={},
         applied=[],
+        titles={},
     )
 
 
@@ -278,6 +284,38 @@ def _first_fitting(n: int, fits: Callable[[int], bool]) -> int:
     return low
 
 
+_TITLE_LINE = re.compile(r'^<thread id="([^"]+)">\s*(.*?)\s*(?:</thread>)?\s*$')
+MIN_TITLE_CHARS = 3
+"""A proposed title shorter than this is not kept (as in thread scope)."""
+
+
+def thread_titles(raw: str, labels: Mapping[str, str]) -> dict[str, str]:
+    """Per thread id, the title the Observer's answer ``raw`` proposes for it.
+
+    The ``<thread-title>`` section holds one ``<thread id="…">title</thread>`` line per
+    thread (``labels``: thread id to its label); a batch of one thread may give the bare
+    title, as in thread scope. A line naming no thread of the batch is ignored, so a title is
+    never given to another thread.
+    """
+    sections, _ = split_sections(raw, BUILTIN_SECTIONS)
+    by_label = {label: tid for tid, label in labels.items()}
+    out: dict[str, str] = {}
+    for name, content in sections:
+        if name != "thread-title":
+            continue
+        for line in content.splitlines():
+            match = _TITLE_LINE.match(line.strip())
+            if match is not None and match.group(1) in by_label:
+                title = title_hint(match.group(2))
+                if title and len(title) >= MIN_TITLE_CHARS:
+                    out.setdefault(by_label[match.group(1)], title)
+        if not out and len(labels) == 1 and not _TITLE_LINE.match(content.strip()):
+            title = title_hint(content)
+            if title and len(title) >= MIN_TITLE_CHARS:
+                out[next(iter(labels))] = title
+    return out
+
+
 # -- committing: a delta applied to the latest record ---------------------------------------
 
 
@@ -294,6 +332,8 @@ class ResourceDelta:
     """Per thread id, its label in ``sections``."""
     hints: Mapping[str, str] = field(default_factory=dict)
     extracted: Mapping[str, Any] = field(default_factory=dict)
+    titles: Mapping[str, str] = field(default_factory=dict)
+    """Per thread id, the title the Observer proposed for it."""
 
 
 def observed_ids(record: ResourceRecord) -> dict[str, set[str]]:
@@ -326,9 +366,12 @@ def apply_delta(latest: ResourceRecord, delta: ResourceDelta) -> tuple[ResourceR
     stale = {delta.labels.get(tid, tid) for tid, ids in fresh.items() if not ids}
     keep = [s for s in delta.sections if stale.isdisjoint(s.thread.split(","))]
     cursors = {tid: list(ids) for tid, ids in latest["cursors"].items()}
+    titles = dict(latest.get("titles") or {})
     for tid, ids in fresh.items():
         if ids:
             cursors[tid] = cursors.get(tid, []) + ids
+            if delta.titles.get(tid):
+                titles[tid] = delta.titles[tid]
     out = ResourceRecord(
         v=RESOURCE_RECORD_VERSION,
         resource_id=latest["resource_id"],
@@ -339,6 +382,7 @@ def apply_delta(latest: ResourceRecord, delta: ResourceDelta) -> tuple[ResourceR
         extracted={**latest["extracted"], **dict(delta.extracted)},
         cursors=cursors,
         applied=[*latest["applied"], delta.delta_id][-_APPLIED_KEPT:],
+        titles=titles,
     )
     return out, True
 
@@ -346,7 +390,7 @@ def apply_delta(latest: ResourceRecord, delta: ResourceDelta) -> tuple[ResourceR
 def coerce_resource_record(value: Any, resource_id: str) -> ResourceRecord:
     """A stored value as a record (a new one when nothing usable is stored)."""
     if isinstance(value, Mapping) and value.get("v") == RESOURCE_RECORD_VERSION:
-        return dict(value)  # type: ignore[return-value]
+        return {**new_resource_record(resource_id), **value}
     return new_resource_record(resource_id)
 
 

@@ -53,6 +53,7 @@ from langchain_om._core.resource import (
     sections_text,
     split_threads,
     thread_label,
+    thread_titles,
 )
 from langchain_om._core.stream_reader import cut_of
 from langchain_om._core.truncation import truncate_observations
@@ -250,6 +251,25 @@ def commit_plan(
     )
 
 
+TITLES_NOTE = (
+    'In <thread-title>, write one line per thread: <thread id="...">its title</thread>, with '
+    "the same ids; keep a thread's current title unless its topic has really changed."
+)
+CURRENT_TITLES = "The threads' current titles: {titles}."
+
+
+def _titles_note(record: ResourceRecord, labels: Mapping[str, str]) -> str:
+    """How a batch of several threads is titled, with their current titles."""
+    current = [
+        f'<thread id="{label}">{record["titles"][tid]}</thread>'
+        for tid, label in labels.items()
+        if record["titles"].get(tid)
+    ]
+    if not current:
+        return TITLES_NOTE
+    return TITLES_NOTE + " " + CURRENT_TITLES.format(titles=", ".join(current))
+
+
 REFLECTION_NOTE = (
     'The observations are grouped in <thread id="..."> blocks, one per conversation thread of '
     "the same user. Keep that grouping: inside <observations>, write one block per thread, "
@@ -407,12 +427,14 @@ def _joined(deltas: Sequence[ResourceDelta]) -> ResourceDelta:
     labels: dict[str, str] = {}
     sections: list[Section] = []
     hints: dict[str, str] = {}
+    titles: dict[str, str] = {}
     for delta in deltas:
         observed.update(delta.observed)
         labels.update(delta.labels)
         sections.extend(delta.sections)
         hints.update(delta.hints)
-    return ResourceDelta(new_id(), observed, sections, labels, hints)
+        titles.update(delta.titles)
+    return ResourceDelta(new_id(), observed, sections, labels, hints, titles=titles)
 
 
 def _history(
@@ -509,17 +531,25 @@ def _observe_batch(
         if previous_text
         else None
     )
-    note = MULTI_THREAD_NOTE.format(n=len(threads)) if len(threads) > 1 else None
-    instruction = "\n\n".join(t for t in (cfg.observation.instruction, note) if t) or None
+    titled = cfg.observation.thread_title
+    shown_labels = {tid: labels[tid] for tid in threads}
+    notes: list[str | None] = [cfg.observation.instruction]
+    prior: dict[str, str] = dict(record["hints"])
+    if len(threads) > 1:
+        notes.append(MULTI_THREAD_NOTE.format(n=len(threads)))
+        notes.append(_titles_note(record, shown_labels) if titled else None)
+    elif titled and record["titles"].get(next(iter(threads))):
+        prior["thread_title"] = record["titles"][next(iter(threads))]
+    instruction = "\n\n".join(t for t in notes if t) or None
     history = _history(env, threads, labels)
     prompt = build_observer_messages(
         history=history,
         previous=previous,
-        prior_hints=record["hints"],
+        prior_hints=prior,
         instruction=instruction,
         instruction_mode=cfg.observation.instruction_mode,
         hints=cfg.observer_hints,
-        thread_title=False,
+        thread_title=titled,
     )
     batch_tokens = sum(env.counter.count_messages(m) for m in threads.values())
     result = yield env.model_call(
@@ -529,7 +559,7 @@ def _observe_batch(
         resource_id=resource_id,
         trigger="turn-sync",
         output_budget=observer_budget(
-            batch_tokens, sections=2, setting=cfg.observation.output_budget
+            batch_tokens, sections=2 + int(titled), setting=cfg.observation.output_budget
         ),
         source=history.text,
     )
@@ -552,11 +582,11 @@ def _observe_batch(
         if v
     }
     sections = split_threads(parsed.observations, [labels[t] for t in threads])
-    shown_labels = {tid: labels[tid] for tid in threads}
     return ResourceDelta(
         delta_id=new_id(),
         observed=observed,
         sections=(yield from _kept(env, ctx, sections, shown_labels)),
         labels=labels,
         hints=hints,
+        titles=thread_titles(parsed.raw, shown_labels) if titled else {},
     )

@@ -44,7 +44,7 @@ from langchain_om._core.resource import (
 from langchain_om._core.types import OMRecord
 from langchain_om._core.window import observation_cut
 from langchain_om._plans.cycles import Cycle, failure_reason, status_event
-from langchain_om._plans.effects import HookCall
+from langchain_om._plans.effects import HookCall, StoreBatch
 from langchain_om._plans.read_only import read_only_plan
 from langchain_om._plans.resource import (
     ResourcePlan,
@@ -53,7 +53,8 @@ from langchain_om._plans.resource import (
     reflect_resource_plan,
     save_pending_plan,
 )
-from langchain_om._plans.storage import observed_plan
+from langchain_om._plans.storage import observed_plan, title_pin_get_op
+from langchain_om._plans.titles import pinned_title, pinned_title_plan, with_pin
 from langchain_om._plans.transforms import archived_messages
 from langchain_om._plans.turn_rules import insert_gap_reminder
 from langchain_om._plans.types import (
@@ -69,7 +70,12 @@ from langchain_om.errors import (
     OMConfigError,
     OMUsageError,
 )
-from langchain_om.events import ObservationEndEvent, ObservationFailedEvent, ObservationStartEvent
+from langchain_om.events import (
+    ObservationEndEvent,
+    ObservationFailedEvent,
+    ObservationStartEvent,
+    ThreadUpdateEvent,
+)
 
 logger = redacted_logger("langchain_om")
 
@@ -133,7 +139,8 @@ def resource_turn_plan(env: TurnEnv, inp: TurnInput) -> ResourcePlan[TurnOutcome
         shared = yield from _reflect_due(env, inp, out, shared)
     yield from save_pending_plan(env, resource_id, inp.thread_id, out.window)
     others = {t: w for t, w in windows.items() if t != inp.thread_id}
-    out.record = _view(env, out.record, shared, others, now, actor_model=inp.actor_model)
+    view = _view(env, out.record, shared, others, now, actor_model=inp.actor_model)
+    out.record = yield from _titled(env, view)
     out.status = status_event(
         env, out.record, env.counter.count_messages(out.window), inp.step_number
     )
@@ -163,7 +170,7 @@ def _read_only_turn(env: TurnEnv, inp: TurnInput) -> ResourcePlan[TurnOutcome]:
     others = {t: w for t, w in windows.items() if t != inp.thread_id}
     view = _view(env, out.record, shared, others, now)
     view["last_activity_at"] = out.record["last_activity_at"]
-    out.record = view
+    out.record = yield from _titled(env, view)
     out.status = status_event(
         env, out.record, env.counter.count_messages(out.window), inp.step_number
     )
@@ -234,6 +241,7 @@ def _observe_due(
     if not any(todo.values()) or (not forced and total < threshold):
         return shared
     cycle = _Cycle(env, inp, out.record, "observation", total, sorted(t for t in todo if todo[t]))
+    before = dict(shared["titles"])
     yield from cycle.start()
     try:
         shared = yield from observe_threads_plan(
@@ -248,8 +256,36 @@ def _observe_due(
         yield from cycle.failed(exc)
         return _failed(env, inp, out, shared, exc)
     yield from cycle.end(shared)
+    yield from _retitled(env, inp, cycle.cycle_id, before, shared["titles"])
     yield from _leave(env, inp, out, shared)
     return shared
+
+
+def _retitled(
+    env: TurnEnv,
+    inp: TurnInput,
+    cycle_id: str,
+    before: Mapping[str, str],
+    after: Mapping[str, str],
+) -> ResourcePlan[None]:
+    """``data-om-thread-update`` for each thread the Observer gave a new title.
+
+    A thread whose title is pinned (``rename_thread``) gets none.
+    """
+    changed = [t for t, title in after.items() if before.get(t) != title]
+    if not changed:
+        return
+    pins = yield StoreBatch([title_pin_get_op(t) for t in changed])
+    for thread_id, pin in zip(changed, pins, strict=True):
+        if pinned_title(pin) is None:
+            event = ThreadUpdateEvent(
+                cycle_id=cycle_id,
+                thread_id=thread_id,
+                old_title=before.get(thread_id),
+                new_title=after[thread_id],
+                timestamp=iso(env.now()),
+            )
+            emit_event(env, inp, event)
 
 
 def _others_tokens(
@@ -455,7 +491,18 @@ def shared_view_plan(env: TurnEnv, record: OMRecord) -> ResourcePlan[OMRecord]:
     others = {t: w for t, w in windows.items() if t != record["thread_id"]}
     view = _view(env, record, shared, others, env.now())
     view["last_activity_at"] = record["last_activity_at"]
-    return view
+    return (yield from _titled(env, view))
+
+
+def _titled(env: TurnEnv, view: OMRecord) -> ResourcePlan[OMRecord]:
+    """``view`` with its thread's pinned title, when titles are on.
+
+    Without a pin the view shows the title the Observer proposed for the thread.
+    """
+    if not env.config.observation.thread_title:
+        return view
+    pinned = yield from pinned_title_plan(view["thread_id"])
+    return with_pin(view, pinned)
 
 
 def shown_cap(env: TurnEnv) -> int | None:
@@ -544,6 +591,9 @@ def _view(
     view["observation_tokens"] = tokens
     view["generation"] = shared["generation"]
     view["hints"] = dict(shared["hints"])
+    title = shared["titles"].get(thread_id) if env.config.observation.thread_title else None
+    if title:
+        view["title"] = title
     view["last_activity_at"] = iso(now)
     if actor_model:
         view["last_actor_model"] = actor_model

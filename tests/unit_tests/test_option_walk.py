@@ -579,7 +579,6 @@ def test_option_is_refused_naming_why(row: Refused) -> None:
 
 RESOURCE_REFUSED: dict[str, dict[str, Any]] = {
     "observation.extract": _obs(extract=[Extractor("Topics", "Topics liked.")]),
-    "observation.thread_title": _obs(thread_title=True),
     "observation.use_usage_metadata": _obs(use_usage_metadata=True),
     "activate_after_idle": _ref(activate_after_idle="5m"),
     "activate_on_provider_change": _obs(activate_on_provider_change=True),
@@ -617,6 +616,7 @@ RESOURCE_CHANGES: list[Changes] = [
         Script(RESOURCE.options, idle_gap_at=6, turns=8),
     ),
     Changes("read_only", {}, {"read_only": True}, RESOURCE),
+    Changes("observation.thread_title", {}, _obs(thread_title=True, buffer_tokens=False), RESOURCE),
 ]
 """Options whose resource-scope behaviour is its own (thread scope's rows above do not show
 it): the walk proves they change what resource scope shows too."""

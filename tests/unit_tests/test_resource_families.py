@@ -9,6 +9,7 @@ what is computed, stored or shown for the other.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_om import ObservationalMemory
-from langchain_om.testing import FunctionChatModel
+from langchain_om.testing import FunctionChatModel, RecordedCall
 from tests.helpers import FIXED, Clock, build_agent, thread_memory_reply
 from tests.isolation_scenarios import (
     ALICE_SECRET,
@@ -258,3 +259,50 @@ def test_a_read_only_reader_sees_its_users_shared_log_and_writes_nothing(
         after = store_items(writer)
         assert after == before, "a read-only memory writes nothing"
         assert memory_model.calls == []
+
+
+# -- thread titles ----------------------------------------------------------------------------
+
+
+def titling_reply(messages: list[BaseMessage], info: RecordedCall) -> str:
+    """:func:`thread_memory_reply`, plus a ``<thread-title>`` line per thread of the batch:
+    the first four words of the thread's first new user message."""
+    reply = thread_memory_reply(messages, info)
+    prompt = messages[-1].text if messages else ""
+    if "<thread-title>:" not in prompt or "## Observations to Condense" in prompt:
+        return reply
+    new = prompt.split("## New Messages to Observe", 1)[-1]
+    blocks = re.findall(r'<thread id="([^"]+)">(.*?)</thread>', new, re.DOTALL)
+    lines = []
+    for label, body in blocks:
+        said = re.findall(r"^User(?: \([^)]*\))?: (.*)$", body, re.MULTILINE)
+        if said:
+            lines.append(f'<thread id="{label}">{" ".join(said[0].split()[:4])}</thread>')
+    return reply + "\n<thread-title>\n" + "\n".join(lines) + "\n</thread-title>"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_observer_titles_each_thread_of_a_batch(tmp_path: Path, mode: str) -> None:
+    events: list[Any] = []
+    model = FunctionChatModel(function=titling_reply)
+    with open_memory(
+        tmp_path / "om.db",
+        model=model,
+        observation={"thread_title": True},
+        on_debug_event=events.append,
+    ) as memory:
+        run(memory, mode, turns=3)
+        memory.rename_thread("B", "Alice's own title")
+        run(memory, mode, turns=6)
+        titles = {t: memory.status(thread_id=t).title for t, _ in RESOURCE_THREADS}
+    assert titles["B"] == "Alice's own title"  # a pin wins
+    assert titles["A"] and titles["A"].startswith(("Alice keeps", "A turn"))
+    assert titles["C"] and titles["C"].startswith(("Bob keeps", "C turn"))
+    updates = [e for e in events if e.type == "data-om-thread-update"]
+    assert {e.thread_id for e in updates} == {"A", "B", "C"}
+    for event in updates:  # each title is drawn from its own thread's messages
+        assert event.new_title.startswith((owner(event.thread_id).title(), event.thread_id))
+    assert not [e for e in updates if e.thread_id == "B" and e.new_title.startswith("B turn")]
+    prompts = [call.messages for call in model.calls]
+    batched = [p for p in prompts if "one line per thread" in p[0].text]
+    assert batched, "a batch of several threads asks for a title per thread"
