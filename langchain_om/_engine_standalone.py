@@ -38,6 +38,7 @@ from langchain_om._plans.titles import clean_title, pin_plan, titled_plan, unpin
 from langchain_om._plans.types import TurnEnv, require_thread_id
 from langchain_om._plans.working_memory import (
     require_working_memory,
+    resource_working_memory_plan,
     update_working_memory_plan,
     with_working_memory,
     working_memory_value,
@@ -342,6 +343,10 @@ class StandaloneCalls:
         """The updated ``record``, or the thread and plan that update the stored one."""
         refuse_in_read_only(self.config, "update_working_memory")
         rec = coerce_record(record)
+        if self.config.scope == "resource":  # one working memory per resource, in the store
+            thread = require_thread_id(rec["thread_id"] if rec is not None else thread_id)
+            plan = resource_working_memory_plan(self._env, thread, resource_id, value, rec)
+            return thread, cast("Plan[ThreadState]", plan)
         if rec is not None:
             return with_working_memory(self._extractors, rec, value, self.counter.count_text)
         thread = require_thread_id(thread_id)

@@ -76,13 +76,7 @@ def _in_resource_scope(test: _Test) -> Callable[[ObservationalMemoryConfig], boo
 
 
 _BUFFERS_NOTHING = "it activates buffered work early, and resource scope buffers nothing."
-_NO_EXTRACTORS = "extractors do not run in resource scope yet"
 _RESOURCE_ONLY: tuple[tuple[str, _Test, str], ...] = (
-    (
-        "observation.extract",
-        lambda c: c.observation.extract,
-        f"{_NO_EXTRACTORS} (the shared log has no extracted values).",
-    ),
     (
         "observation.use_usage_metadata",
         lambda c: c.observation.use_usage_metadata,
@@ -101,12 +95,6 @@ _RESOURCE_ONLY: tuple[tuple[str, _Test, str], ...] = (
         lambda c: c.memory_tool,
         "the tool edits the thread's record, and resource scope keeps the log in the store.",
     ),
-    (
-        "observation.manage_working_memory",
-        lambda c: c.observation.manage_working_memory,
-        "extractors, the working memory's included, do not run in resource scope yet.",
-    ),
-    ("reflection.extract", lambda c: c.reflection.extract, f"{_NO_EXTRACTORS}."),
     (
         "observation.archive",
         lambda c: c.observation.archive is not None,

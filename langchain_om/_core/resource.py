@@ -44,6 +44,7 @@ __all__ = [
     "split_threads",
     "thread_label",
     "thread_titles",
+    "with_extracted",
 ]
 
 RESOURCE_RECORD_VERSION = 1
@@ -387,6 +388,17 @@ def apply_delta(latest: ResourceRecord, delta: ResourceDelta) -> tuple[ResourceR
     return out, True
 
 
+def with_extracted(latest: ResourceRecord, changes: Mapping[str, Any]) -> ResourceRecord:
+    """``latest`` with the extracted entries ``changes`` replaced, at the next version."""
+    return ResourceRecord(
+        **{
+            **latest,
+            "version": latest["version"] + 1,
+            "extracted": {**latest["extracted"], **changes},
+        }
+    )
+
+
 def coerce_resource_record(value: Any, resource_id: str) -> ResourceRecord:
     """A stored value as a record (a new one when nothing usable is stored)."""
     if isinstance(value, Mapping) and value.get("v") == RESOURCE_RECORD_VERSION:
@@ -395,13 +407,17 @@ def coerce_resource_record(value: Any, resource_id: str) -> ResourceRecord:
 
 
 def apply_reflection(
-    latest: ResourceRecord, base: ResourceRecord, condensed: Sequence[Section]
+    latest: ResourceRecord,
+    base: ResourceRecord,
+    condensed: Sequence[Section],
+    extracted: Mapping[str, Any] | None = None,
 ) -> tuple[ResourceRecord, bool]:
     """``latest`` with the sections of ``base`` replaced by ``condensed`` (a reflection).
 
     What was observed after ``base`` was read (lines appended to its sections, new sections)
-    is kept, after the condensed log. When another writer reflected first (the generation
-    moved), nothing changes: the log is not condensed twice.
+    is kept, after the condensed log; ``extracted`` (the values the reflection filled)
+    replaces those entries. When another writer reflected first (the generation moved),
+    nothing changes: the log is not condensed twice.
     """
     if latest["generation"] != base["generation"]:
         return latest, False
@@ -418,6 +434,7 @@ def apply_reflection(
             "sections": merge_sections(
                 merge_sections([], condensed), [s for s in later if s.lines]
             ),
+            "extracted": {**latest["extracted"], **(extracted or {})},
         }
     )
     return out, True

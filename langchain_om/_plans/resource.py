@@ -66,6 +66,12 @@ from langchain_om._plans.effects import (
     run_async,
     run_sync,
 )
+from langchain_om._plans.resource_extract import (
+    batch_values,
+    cycle_delta_plan,
+    observer_sections,
+    reflection_changes_plan,
+)
 from langchain_om._plans.storage import (
     pending_list_op,
     pending_put_op,
@@ -81,6 +87,7 @@ from langchain_om._plans.transforms import (
 )
 from langchain_om._plans.types import TurnEnv
 from langchain_om.errors import ObserverOutputError, ReflectorOutputError
+from langchain_om.extractors import ExtractionResult
 from langchain_om.locks import ThreadLock, hold_async
 
 T = TypeVar("T")
@@ -284,12 +291,14 @@ def reflect_resource_plan(
     *,
     thread_id: str,
     ctx: Mapping[str, Any] | None = None,
+    extraction: ExtractionResult | None = None,
 ) -> ResourcePlan[ResourceRecord]:
     """Condense the shared log into a new generation (one Reflector call), commit it.
 
     ``hooks.before_reflection`` is given the shared log (its ``<thread id>`` blocks) and may
     change what the Reflector reads; ``hooks.after_reflection`` is given the condensed log,
-    and may change or veto it (``ctx`` is the transform hooks' context).
+    and may change or veto it (``ctx`` is the transform hooks' context). ``reflection.extract``
+    fills the resource's values from the condensed log (``extraction`` collects them).
     """
     cfg = env.config.reflection
     ctx = ctx if ctx is not None else _hook_context(resource_id, thread_id)
@@ -327,9 +336,13 @@ def reflect_resource_plan(
     condensed = split_threads(kept, labels)
     if not condensed:
         raise ReflectorOutputError("The Reflector returned no observations.", raw=parsed.raw)
+    found = extraction if extraction is not None else ExtractionResult()
+    values = yield from reflection_changes_plan(env, ctx, record, kept, found)
     return (
         yield from commit_plan(
-            resource_id, record, lambda latest: apply_reflection(latest, record, condensed)
+            resource_id,
+            record,
+            lambda latest: apply_reflection(latest, record, condensed, values),
         )
     )
 
@@ -390,13 +403,17 @@ def observe_threads_plan(
     *,
     threshold: int = 0,
     ctx: Mapping[str, Any] | None = None,
+    extraction: ExtractionResult | None = None,
 ) -> ResourcePlan[ResourceRecord]:
     """Observe ``windows`` (per thread, minus what ``record`` counts as observed), commit.
 
     Threads are batched by ``observation.max_tokens_per_batch`` and the batches observed in
     parallel; their answers are committed together with compare-and-set. The transform hooks
     run per thread (``ctx``, the step's cycle context, with that thread's id): a thread's
-    messages and observations are never shown to a hook call about another thread.
+    messages and observations are never shown to a hook call about another thread. The
+    resource's extracted values are filled from the cycle's observations (see
+    :mod:`~langchain_om._plans.resource_extract`); ``extraction`` collects them and the
+    extractors that failed.
     """
     ctx = ctx if ctx is not None else _hook_context(resource_id, None)
     todo = _unobserved(record, windows)
@@ -417,8 +434,15 @@ def observe_threads_plan(
         )
         for batch in batches
     ]
-    results: list[ResourceDelta] = yield Gather(plans)
-    return (yield from commit_plan(resource_id, record, _joined(results)))
+    results: list[tuple[ResourceDelta, ExtractionResult]] = yield Gather(plans)
+    found = extraction if extraction is not None else ExtractionResult()
+    for _, values in results:
+        found.merge(values)
+    joined = _joined([delta for delta, _ in results])
+    delta = yield from cycle_delta_plan(
+        env, thread_context(ctx, list(joined.observed)), record, joined, found
+    )
+    return (yield from commit_plan(resource_id, record, delta))
 
 
 def _joined(deltas: Sequence[ResourceDelta]) -> ResourceDelta:
@@ -438,7 +462,10 @@ def _joined(deltas: Sequence[ResourceDelta]) -> ResourceDelta:
 
 
 def _history(
-    env: TurnEnv, threads: Mapping[str, Sequence[BaseMessage]], labels: Mapping[str, str]
+    env: TurnEnv,
+    threads: Mapping[str, Sequence[BaseMessage]],
+    labels: Mapping[str, str],
+    extra_tags: Sequence[str] = (),
 ) -> FormattedHistory:
     cfg = env.config.observation
     parts: list[str] = []
@@ -453,6 +480,7 @@ def _history(
             count=env.counter.count_text,
             now=env.now(),
             observe_attachments=policy,
+            extra_tags=list(extra_tags),
         )
         parts.append(f'<thread id="{labels[tid]}">\n{formatted.text}\n</thread>')
         attachments.extend(formatted.attachments)
@@ -513,15 +541,21 @@ def _observe_batch(
     record: ResourceRecord,
     batch: Mapping[str, Sequence[BaseMessage]],
     ctx: Mapping[str, Any],
-) -> Plan[ResourceDelta]:
-    """One Observer call for a batch of threads; its answer split by thread and date."""
+) -> Plan[tuple[ResourceDelta, ExtractionResult]]:
+    """One Observer call for a batch of threads.
+
+    Returns its answer split by thread and date, and the values of its inline extractors.
+    """
     cfg = env.config
     obscure = cfg.effective_obscure_thread_ids
     labels = {tid: thread_label(tid, obscure=obscure) for tid in batch}
     observed = {tid: [m.id for m in msgs if m.id] for tid, msgs in batch.items()}
     threads = yield from _shown(env, ctx, batch)
     if not threads:  # the hook withheld everything: observed, without a model call
-        return ResourceDelta(new_id(), observed, [], labels)
+        return ResourceDelta(new_id(), observed, [], labels), ExtractionResult()
+    inline, extractor_sections, prior_extracted = observer_sections(
+        env, thread_context(ctx, list(threads)), record
+    )
     budget = cfg.observation.previous_observer_tokens
     previous_text = log_text(record["sections"])
     previous = (
@@ -534,14 +568,14 @@ def _observe_batch(
     titled = cfg.observation.thread_title
     shown_labels = {tid: labels[tid] for tid in threads}
     notes: list[str | None] = [cfg.observation.instruction]
-    prior: dict[str, str] = dict(record["hints"])
+    prior: dict[str, str] = {**record["hints"], **prior_extracted}
     if len(threads) > 1:
         notes.append(MULTI_THREAD_NOTE.format(n=len(threads)))
         notes.append(_titles_note(record, shown_labels) if titled else None)
     elif titled and record["titles"].get(next(iter(threads))):
         prior["thread_title"] = record["titles"][next(iter(threads))]
     instruction = "\n\n".join(t for t in notes if t) or None
-    history = _history(env, threads, labels)
+    history = _history(env, threads, labels, [e.slug for e in inline])
     prompt = build_observer_messages(
         history=history,
         previous=previous,
@@ -550,6 +584,7 @@ def _observe_batch(
         instruction_mode=cfg.observation.instruction_mode,
         hints=cfg.observer_hints,
         thread_title=titled,
+        extractors=extractor_sections,
     )
     batch_tokens = sum(env.counter.count_messages(m) for m in threads.values())
     result = yield env.model_call(
@@ -559,7 +594,9 @@ def _observe_batch(
         resource_id=resource_id,
         trigger="turn-sync",
         output_budget=observer_budget(
-            batch_tokens, sections=2 + int(titled), setting=cfg.observation.output_budget
+            batch_tokens,
+            sections=2 + int(titled) + len(inline),
+            setting=cfg.observation.output_budget,
         ),
         source=history.text,
     )
@@ -572,7 +609,10 @@ def _observe_batch(
             raw=reply_text(result),
             reason="degenerate" if stopped["reason"] == "loop" else "oversized",
         )
-    parsed = without_hints(parse_observer_output(reply_text(result)), cfg.observer_hints)
+    parsed = without_hints(
+        parse_observer_output(reply_text(result), extractor_slugs=[e.slug for e in inline]),
+        cfg.observer_hints,
+    )
     hints = {
         k: v
         for k, v in (
@@ -582,7 +622,7 @@ def _observe_batch(
         if v
     }
     sections = split_threads(parsed.observations, [labels[t] for t in threads])
-    return ResourceDelta(
+    delta = ResourceDelta(
         delta_id=new_id(),
         observed=observed,
         sections=(yield from _kept(env, ctx, sections, shown_labels)),
@@ -590,3 +630,4 @@ def _observe_batch(
         hints=hints,
         titles=thread_titles(parsed.raw, shown_labels) if titled else {},
     )
+    return delta, batch_values(env, parsed.extracted, record, list(threads))

@@ -76,6 +76,7 @@ from langchain_om.events import (
     ObservationStartEvent,
     ThreadUpdateEvent,
 )
+from langchain_om.extractors import ExtractionResult
 
 logger = redacted_logger("langchain_om")
 
@@ -242,6 +243,7 @@ def _observe_due(
         return shared
     cycle = _Cycle(env, inp, out.record, "observation", total, sorted(t for t in todo if todo[t]))
     before = dict(shared["titles"])
+    found = ExtractionResult()
     yield from cycle.start()
     try:
         shared = yield from observe_threads_plan(
@@ -251,11 +253,12 @@ def _observe_due(
             todo,
             threshold=0 if forced else threshold,
             ctx=cycle.context(),
+            extraction=found,
         )
     except Exception as exc:
         yield from cycle.failed(exc)
         return _failed(env, inp, out, shared, exc)
-    yield from cycle.end(shared)
+    yield from cycle.end(shared, found)
     yield from _retitled(env, inp, cycle.cycle_id, before, shared["titles"])
     yield from _leave(env, inp, out, shared)
     return shared
@@ -310,10 +313,16 @@ def _reflect_due(
     ):
         return shared
     cycle = _Cycle(env, inp, out.record, "reflection", tokens, [])
+    found = ExtractionResult()
     yield from cycle.start()
     try:
         shared = yield from reflect_resource_plan(
-            env, shared["resource_id"], shared, thread_id=inp.thread_id, ctx=cycle.context()
+            env,
+            shared["resource_id"],
+            shared,
+            thread_id=inp.thread_id,
+            ctx=cycle.context(),
+            extraction=found,
         )
     except Exception as exc:
         yield from cycle.failed(exc)
@@ -321,7 +330,7 @@ def _reflect_due(
             raise
         _carry_on(out, exc, exc, _REFLECTION_FAILED, inp.thread_id)
         return shared
-    yield from cycle.end(shared)
+    yield from cycle.end(shared, found)
     out.reflected = True
     return shared
 
@@ -386,7 +395,7 @@ class _Cycle:
         emit_event(self.env, self.inp, event)
         yield from self._hook(False)
 
-    def end(self, shared: ResourceRecord) -> ResourcePlan[None]:
+    def end(self, shared: ResourceRecord, found: ExtractionResult) -> ResourcePlan[None]:
         text = log_text(shared["sections"])
         event = ObservationEndEvent(
             **self._ids(),
@@ -397,6 +406,8 @@ class _Cycle:
             observation_tokens=self.env.counter.count_text(text) if text else 0,
             current_task=shared["hints"].get("current_task"),
             suggested_response=shared["hints"].get("suggested_response"),
+            extracted_values=found.values,
+            extraction_failures=found.failures,
         )
         emit_event(self.env, self.inp, event)
         yield from self._hook(True)
@@ -591,6 +602,7 @@ def _view(
     view["observation_tokens"] = tokens
     view["generation"] = shared["generation"]
     view["hints"] = dict(shared["hints"])
+    view["extracted"] = dict(shared["extracted"])  # the resource's values
     title = shared["titles"].get(thread_id) if env.config.observation.thread_title else None
     if title:
         view["title"] = title

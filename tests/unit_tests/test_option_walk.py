@@ -578,14 +578,11 @@ def test_option_is_refused_naming_why(row: Refused) -> None:
 
 
 RESOURCE_REFUSED: dict[str, dict[str, Any]] = {
-    "observation.extract": _obs(extract=[Extractor("Topics", "Topics liked.")]),
     "observation.use_usage_metadata": _obs(use_usage_metadata=True),
     "activate_after_idle": _ref(activate_after_idle="5m"),
     "activate_on_provider_change": _obs(activate_on_provider_change=True),
     "keep_last_messages": {"keep_last_messages": 4},
     "memory_tool": {"memory_tool": True},
-    "observation.manage_working_memory": _obs(manage_working_memory=True),
-    "reflection.extract": _ref(extract=[Extractor("Topics", "Topics liked.", schema=_TopicsValue)]),
     "observation.archive": {**NO_REFLECTION, **_obs(archive=True)},
 }
 """Options that change behaviour in thread scope (rows above) and are refused in resource
@@ -617,6 +614,24 @@ RESOURCE_CHANGES: list[Changes] = [
     ),
     Changes("read_only", {}, {"read_only": True}, RESOURCE),
     Changes("observation.thread_title", {}, _obs(thread_title=True, buffer_tokens=False), RESOURCE),
+    Changes(
+        "observation.extract",
+        {},
+        _obs(extract=[Extractor("Topics", "Topics liked.")], buffer_tokens=False),
+        RESOURCE,
+    ),
+    Changes(
+        "observation.manage_working_memory",
+        {},
+        _obs(manage_working_memory=True, buffer_tokens=False),
+        RESOURCE,
+    ),
+    Changes(
+        "reflection.extract",
+        {},
+        _ref(extract=[Extractor("Topics", "Topics liked.", schema=_TopicsValue)]),
+        RESOURCE,
+    ),
 ]
 """Options whose resource-scope behaviour is its own (thread scope's rows above do not show
 it): the walk proves they change what resource scope shows too."""

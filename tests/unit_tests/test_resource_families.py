@@ -9,6 +9,7 @@ what is computed, stored or shown for the other.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
@@ -17,8 +18,9 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage, HumanMessage
+from pydantic import BaseModel
 
-from langchain_om import ObservationalMemory
+from langchain_om import Extractor, ObservationalMemory
 from langchain_om.testing import FunctionChatModel, RecordedCall
 from tests.helpers import FIXED, Clock, build_agent, thread_memory_reply
 from tests.isolation_scenarios import (
@@ -306,3 +308,95 @@ def test_the_observer_titles_each_thread_of_a_batch(tmp_path: Path, mode: str) -
     prompts = [call.messages for call in model.calls]
     batched = [p for p in prompts if "one line per thread" in p[0].text]
     assert batched, "a batch of several threads asks for a title per thread"
+
+
+# -- extractors and the working memory --------------------------------------------------------
+
+
+class Codes(BaseModel):
+    codes: list[str]
+
+
+def numbers(text: str) -> list[str]:
+    return sorted(set(re.findall(r"code (\d{4})\b", text)))
+
+
+def extracting_reply(messages: list[BaseMessage], info: RecordedCall) -> Any:
+    """:func:`thread_memory_reply`; each inline extractor's section lists the batch's
+    locker codes (left out when it has none); a structured call (a schema extractor) adds
+    the codes of its new observations to its previous value."""
+    prompt = messages[-1].text if messages else ""
+    if info.structured_output is not None:
+        before = prompt.split("## Previous value\n\n", 1)[1].split("\n\n## ", 1)[0]
+        new = prompt.split("## New observations\n\n", 1)[1].split("\n\n## ", 1)[0]
+        kept = json.loads(before)["codes"] if before != "none" else []
+        return {"codes": sorted({*kept, *numbers(new)})}
+    reply = thread_memory_reply(messages, info)
+    if "## Observations to Condense" in prompt:
+        return reply
+    new = prompt.split("## New Messages to Observe", 1)[-1].split("## Your Task", 1)[0]
+    for slug in re.findall(r"^- <([a-z-]+)>:", prompt.split("## Your Task", 1)[-1], re.M):
+        if slug in ("observations", "current-task", "suggested-response", "thread-title"):
+            continue
+        if not numbers(new):  # nothing new: the section is left out, the value stays
+            continue
+        body = "# Notes\n- codes: " if slug == "working-memory" else ""
+        reply += f"\n<{slug}>\n{body}{', '.join(numbers(new))}\n</{slug}>"
+    return reply
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_extracted_values_are_per_resource_from_its_own_observations(
+    tmp_path: Path, mode: str
+) -> None:
+    events: list[Any] = []
+    model = FunctionChatModel(function=extracting_reply)
+    inline = Extractor("Codes", "The locker codes the user named.")
+    typed = Extractor("Typed codes", "The locker codes, as a list.", schema=Codes)
+    reflected = Extractor("Kept codes", "The codes the condensed log keeps.", schema=Codes)
+    with open_memory(
+        tmp_path / "om.db",
+        model=model,
+        observation={"extract": [inline, typed], "manage_working_memory": True},
+        reflection={"observation_tokens": 150, "block_after": 1_000, "extract": [reflected]},
+        on_debug_event=events.append,
+    ) as memory:
+        run(memory, mode, turns=8)
+        values = {t: memory.status(thread_id=t).extracted for t, _ in RESOURCE_THREADS}
+        working = {t: memory.get_working_memory(thread_id=t) for t, _ in RESOURCE_THREADS}
+    assert values["A"] == values["B"], "one set of values per resource"
+    alice, bob = values["A"], values["C"]
+    assert "4921" in alice["codes"] and alice["typed-codes"]["codes"] == ["4921"]
+    assert "7788" in bob["codes"] and bob["typed-codes"]["codes"] == ["7788"]
+    assert alice["kept-codes"]["codes"] == ["4921"] and bob["kept-codes"]["codes"] == ["7788"]
+    assert "7788" not in repr(alice) + working["A"] and "4921" not in repr(bob) + working["C"]
+    assert working["A"] == working["B"] and "4921" in working["A"]
+    ends = [e for e in events if e.type == "data-om-observation-end" and e.extracted_values]
+    assert ends and all(
+        "4921" not in repr(e.extracted_values) or "7788" not in repr(e.extracted_values)
+        for e in ends
+    )
+    for call in model.calls:  # every model call reads one user's messages
+        text = "\n".join(m.text for m in call.messages)
+        assert not ("4921" in text and "7788" in text)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_working_memory_is_updated_for_every_thread_of_the_resource(
+    tmp_path: Path, mode: str
+) -> None:
+    model = FunctionChatModel(function=extracting_reply)
+    with open_memory(
+        tmp_path / "om.db", model=model, observation={"manage_working_memory": True}
+    ) as memory:
+        run(memory, mode, turns=3)
+        if mode == "sync":
+            memory.update_working_memory("# Alice\n- prefers tea", thread_id="A")
+        else:
+            asyncio.run(memory.aupdate_working_memory("# Alice\n- prefers tea", thread_id="A"))
+        assert memory.get_working_memory(thread_id="B") == "# Alice\n- prefers tea"
+        assert "prefers tea" not in (memory.get_working_memory(thread_id="C") or "")
+        model.reset()
+        memory.add_messages("B", [HumanMessage("What do I drink?")], resource_id="alice")
+        shown = [m for m in memory.get_context(thread_id="B") if m.type == "system"]
+        assert "prefers tea" in shown[0].text
