@@ -309,6 +309,9 @@ class StandaloneCalls:
         With ``record`` (a graph's or agent's state) the updated record is returned for you
         to write back (``agent.update_state(config, {"om_record": new})``); without it, the
         stored thread ``thread_id`` is updated and its record returned.
+        In resource scope the working memory is the resource's, shared by all its threads:
+        it is written to the resource's shared record (with ``record`` too), and the record
+        returned shows it.
 
         Raises:
             OMUsageError: no working memory is configured, ``value`` does not fit its schema

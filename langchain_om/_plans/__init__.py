@@ -17,6 +17,7 @@ Modules:
     turn: one step before a model call, in six stages.
     turn_rules: what a step consults (cycle due, early activation, arrivals, buffer take).
     resource: resource scope: parallel batches (``Gather``) and compare-and-set commits.
+    resource_extract: resource scope: extracted values per resource.
     resource_turn: one thread's step in resource scope.
     standalone: a thread's record and window kept in the store (no graph).
     titles: pinned thread titles (``rename_thread``) and their place in the record.
