@@ -86,11 +86,6 @@ _RESOURCE_ONLY: tuple[tuple[str, _Test, str], ...] = (
     ("activate_after_idle", _activates("activate_after_idle"), _BUFFERS_NOTHING),
     ("activate_on_provider_change", _activates("activate_on_provider_change"), _BUFFERS_NOTHING),
     (
-        "keep_last_messages",
-        lambda c: c.keep_last_messages > 0,
-        "the floor applies to one thread's window; resource cycles cut every thread's.",
-    ),
-    (
         "memory_tool",
         lambda c: c.memory_tool,
         "the tool edits the thread's record, and resource scope keeps the log in the store.",

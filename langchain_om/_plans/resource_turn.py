@@ -32,6 +32,7 @@ from typing import Any, Literal
 from langchain_core.messages import BaseMessage
 
 from langchain_om._core.dates import iso, message_time, stamp_messages
+from langchain_om._core.floor import floor_cut
 from langchain_om._core.record import make_group, new_id, new_record, stable_id
 from langchain_om._core.redact import error_summary, redacted_logger
 from langchain_om._core.resource import (
@@ -211,8 +212,16 @@ def _leave(
     out.observed = True
 
 
-def _cut(messages: Sequence[BaseMessage], *, keep_current_turn: bool) -> list[BaseMessage]:
-    return list(messages[: observation_cut(messages, keep_current_turn=keep_current_turn)])
+def _cut(
+    env: TurnEnv, messages: Sequence[BaseMessage], *, keep_current_turn: bool
+) -> list[BaseMessage]:
+    """The leading messages of a thread's window an observation takes.
+
+    Up to a safe cut, and never a thread's last ``keep_last_messages`` (each thread keeps its
+    own floor of raw messages, as in thread scope).
+    """
+    cut = observation_cut(messages, keep_current_turn=keep_current_turn)
+    return list(messages[: floor_cut(messages, cut, env.config.keep_last_messages)])
 
 
 def _observe_due(
@@ -228,11 +237,13 @@ def _observe_due(
     # Other threads' stored messages are taken whole, up to a safe cut (never a tool call
     # without its result): their last turn was answered, or is answered from their own window.
     todo = {
-        tid: _cut([m for m in msgs if m.id not in seen.get(tid, set())], keep_current_turn=False)
+        tid: _cut(
+            env, [m for m in msgs if m.id not in seen.get(tid, set())], keep_current_turn=False
+        )
         for tid, msgs in windows.items()
         if tid != inp.thread_id
     }
-    todo[inp.thread_id] = _cut(out.window, keep_current_turn=not inp.force_observe)
+    todo[inp.thread_id] = _cut(env, out.window, keep_current_turn=not inp.force_observe)
     # As in thread scope, the whole window counts toward the threshold; the cut keeps the
     # current turn out of the observation.
     total = env.counter.count_messages(out.window) + _others_tokens(

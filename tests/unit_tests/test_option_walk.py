@@ -581,7 +581,6 @@ RESOURCE_REFUSED: dict[str, dict[str, Any]] = {
     "observation.use_usage_metadata": _obs(use_usage_metadata=True),
     "activate_after_idle": _ref(activate_after_idle="5m"),
     "activate_on_provider_change": _obs(activate_on_provider_change=True),
-    "keep_last_messages": {"keep_last_messages": 4},
     "memory_tool": {"memory_tool": True},
     "observation.archive": {**NO_REFLECTION, **_obs(archive=True)},
 }
@@ -613,6 +612,7 @@ RESOURCE_CHANGES: list[Changes] = [
         Script(RESOURCE.options, idle_gap_at=6, turns=8),
     ),
     Changes("read_only", {}, {"read_only": True}, RESOURCE),
+    Changes("keep_last_messages", {}, {"keep_last_messages": 16}, RESOURCE),
     Changes("observation.thread_title", {}, _obs(thread_title=True, buffer_tokens=False), RESOURCE),
     Changes(
         "observation.extract",

@@ -400,3 +400,23 @@ def test_the_working_memory_is_updated_for_every_thread_of_the_resource(
         memory.add_messages("B", [HumanMessage("What do I drink?")], resource_id="alice")
         shown = [m for m in memory.get_context(thread_id="B") if m.type == "system"]
         assert "prefers tea" in shown[0].text
+
+
+# -- keep_last_messages -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_thread_keeps_its_own_floor_of_raw_messages(tmp_path: Path, mode: str) -> None:
+    def windows(keep: int) -> dict[str, list[str]]:
+        with open_memory(tmp_path / f"om-{keep}.db", keep_last_messages=keep) as memory:
+            run(memory, mode, turns=8)
+            assert memory.archived_messages("A") and memory.archived_messages("C")
+            return {t: [str(m.id) for m in memory.status(thread_id=t).window] for t in "ABC"}
+
+    bare, floored = windows(0), windows(6)
+    assert any(len(ids) < 6 for ids in bare.values())
+    for thread in "ABC":
+        assert len(floored[thread]) >= 6
+        assert floored[thread][-6:] == [
+            f"{thread}-{k}" for k in ("h5", "a5", "h6", "a6", "h7", "a7")
+        ]
