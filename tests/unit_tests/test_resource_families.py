@@ -9,8 +9,6 @@ what is computed, stored or shown for the other.
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -18,15 +16,16 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage, HumanMessage
-from pydantic import BaseModel
 
 from langchain_om import Extractor, ObservationalMemory
-from langchain_om.testing import FunctionChatModel, RecordedCall
+from langchain_om.testing import FunctionChatModel
 from tests.helpers import FIXED, Clock, build_agent, thread_memory_reply
 from tests.isolation_scenarios import (
     ALICE_SECRET,
     BOB_SECRET,
     RESOURCE_THREADS,
+    Codes,
+    family_reply,
     other_user,
     run_three_threads,
 )
@@ -266,27 +265,10 @@ def test_a_read_only_reader_sees_its_users_shared_log_and_writes_nothing(
 # -- thread titles ----------------------------------------------------------------------------
 
 
-def titling_reply(messages: list[BaseMessage], info: RecordedCall) -> str:
-    """:func:`thread_memory_reply`, plus a ``<thread-title>`` line per thread of the batch:
-    the first four words of the thread's first new user message."""
-    reply = thread_memory_reply(messages, info)
-    prompt = messages[-1].text if messages else ""
-    if "<thread-title>:" not in prompt or "## Observations to Condense" in prompt:
-        return reply
-    new = prompt.split("## New Messages to Observe", 1)[-1]
-    blocks = re.findall(r'<thread id="([^"]+)">(.*?)</thread>', new, re.DOTALL)
-    lines = []
-    for label, body in blocks:
-        said = re.findall(r"^User(?: \([^)]*\))?: (.*)$", body, re.MULTILINE)
-        if said:
-            lines.append(f'<thread id="{label}">{" ".join(said[0].split()[:4])}</thread>')
-    return reply + "\n<thread-title>\n" + "\n".join(lines) + "\n</thread-title>"
-
-
 @pytest.mark.parametrize("mode", MODES)
 def test_the_observer_titles_each_thread_of_a_batch(tmp_path: Path, mode: str) -> None:
     events: list[Any] = []
-    model = FunctionChatModel(function=titling_reply)
+    model = FunctionChatModel(function=family_reply)
     with open_memory(
         tmp_path / "om.db",
         model=model,
@@ -313,44 +295,12 @@ def test_the_observer_titles_each_thread_of_a_batch(tmp_path: Path, mode: str) -
 # -- extractors and the working memory --------------------------------------------------------
 
 
-class Codes(BaseModel):
-    codes: list[str]
-
-
-def numbers(text: str) -> list[str]:
-    return sorted(set(re.findall(r"code (\d{4})\b", text)))
-
-
-def extracting_reply(messages: list[BaseMessage], info: RecordedCall) -> Any:
-    """:func:`thread_memory_reply`; each inline extractor's section lists the batch's
-    locker codes (left out when it has none); a structured call (a schema extractor) adds
-    the codes of its new observations to its previous value."""
-    prompt = messages[-1].text if messages else ""
-    if info.structured_output is not None:
-        before = prompt.split("## Previous value\n\n", 1)[1].split("\n\n## ", 1)[0]
-        new = prompt.split("## New observations\n\n", 1)[1].split("\n\n## ", 1)[0]
-        kept = json.loads(before)["codes"] if before != "none" else []
-        return {"codes": sorted({*kept, *numbers(new)})}
-    reply = thread_memory_reply(messages, info)
-    if "## Observations to Condense" in prompt:
-        return reply
-    new = prompt.split("## New Messages to Observe", 1)[-1].split("## Your Task", 1)[0]
-    for slug in re.findall(r"^- <([a-z-]+)>:", prompt.split("## Your Task", 1)[-1], re.M):
-        if slug in ("observations", "current-task", "suggested-response", "thread-title"):
-            continue
-        if not numbers(new):  # nothing new: the section is left out, the value stays
-            continue
-        body = "# Notes\n- codes: " if slug == "working-memory" else ""
-        reply += f"\n<{slug}>\n{body}{', '.join(numbers(new))}\n</{slug}>"
-    return reply
-
-
 @pytest.mark.parametrize("mode", MODES)
 def test_extracted_values_are_per_resource_from_its_own_observations(
     tmp_path: Path, mode: str
 ) -> None:
     events: list[Any] = []
-    model = FunctionChatModel(function=extracting_reply)
+    model = FunctionChatModel(function=family_reply)
     inline = Extractor("Codes", "The locker codes the user named.")
     typed = Extractor("Typed codes", "The locker codes, as a list.", schema=Codes)
     reflected = Extractor("Kept codes", "The codes the condensed log keeps.", schema=Codes)
@@ -385,7 +335,7 @@ def test_extracted_values_are_per_resource_from_its_own_observations(
 def test_the_working_memory_is_updated_for_every_thread_of_the_resource(
     tmp_path: Path, mode: str
 ) -> None:
-    model = FunctionChatModel(function=extracting_reply)
+    model = FunctionChatModel(function=family_reply)
     with open_memory(
         tmp_path / "om.db", model=model, observation={"manage_working_memory": True}
     ) as memory:
