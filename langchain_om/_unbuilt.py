@@ -88,7 +88,8 @@ _RESOURCE_ONLY: tuple[tuple[str, _Test, str], ...] = (
     (
         "memory_tool",
         lambda c: c.memory_tool,
-        "the tool edits the thread's record, and resource scope keeps the log in the store.",
+        "the tool finds, corrects and deletes lines of the thread's own log, and resource "
+        "scope's lines are in the resource's shared record, which it does not edit yet.",
     ),
     (
         "observation.archive",
