@@ -39,6 +39,7 @@ from langchain_om._plans.titles import clean_title, pin_plan, titled_plan, unpin
 from langchain_om._plans.types import TurnEnv, require_thread_id
 from langchain_om._plans.working_memory import (
     require_working_memory,
+    resource_working_memory_plan,
     update_working_memory_plan,
     with_working_memory,
     working_memory_value,
@@ -340,6 +341,9 @@ class StandaloneCalls:
         With ``record`` (a graph's or agent's state) the updated record is returned for you
         to write back (``agent.update_state(config, {"om_record": new})``); without it, the
         stored thread ``thread_id`` is updated and its record returned.
+        In resource scope the working memory is the resource's, shared by all its threads:
+        it is written to the resource's shared record (with ``record`` too), and the record
+        returned shows it.
 
         Raises:
             OMUsageError: no working memory is configured, ``value`` does not fit its schema
@@ -374,6 +378,10 @@ class StandaloneCalls:
         """The updated ``record``, or the thread and plan that update the stored one."""
         refuse_in_read_only(self.config, "update_working_memory")
         rec = coerce_record(record)
+        if self.config.scope == "resource":  # one working memory per resource, in the store
+            thread = require_thread_id(rec["thread_id"] if rec is not None else thread_id)
+            plan = resource_working_memory_plan(self._env, thread, resource_id, value, rec)
+            return thread, cast("Plan[ThreadState]", plan)
         if rec is not None:
             return with_working_memory(self._extractors, rec, value, self.counter.count_text)
         thread = require_thread_id(thread_id)

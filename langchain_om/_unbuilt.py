@@ -66,9 +66,14 @@ _RESOURCE_FIX = "Leave it out in resource scope, or use scope='thread'."
 _Test = Callable[[ObservationalMemoryConfig], object]
 
 
-def _hook_set(name: str) -> _Test:
-    """Whether a config sets the transform hook ``name``."""
-    return lambda c: getattr(c.hooks, name) is not None
+def _buffers_with_floor(c: ObservationalMemoryConfig) -> bool:
+    """Resource-scope buffering (an explicit ``buffer_tokens``) with a message floor."""
+    observation = c.observation
+    return (
+        c.keep_last_messages > 0
+        and "buffer_tokens" in observation.model_fields_set
+        and observation.buffer_tokens is not False
+    )
 
 
 def _in_resource_scope(test: _Test) -> Callable[[ObservationalMemoryConfig], bool]:
@@ -79,23 +84,7 @@ _REFLECTS_IN_TURN = (
     "it activates a buffered reflection early, and resource scope reflects its shared log "
     "synchronously (only observations are buffered)."
 )
-_NO_EXTRACTORS = "extractors do not run in resource scope yet"
 _RESOURCE_ONLY: tuple[tuple[str, _Test, str], ...] = (
-    (
-        "observation.extract",
-        lambda c: c.observation.extract,
-        f"{_NO_EXTRACTORS} (the shared log has no extracted values).",
-    ),
-    (
-        "observation.thread_title",
-        lambda c: c.observation.thread_title,
-        "the Observer of several threads at once does not propose thread titles.",
-    ),
-    (
-        "temporal_markers",
-        lambda c: c.temporal_markers,
-        "time-gap reminders are not inserted in resource scope yet.",
-    ),
     (
         "observation.use_usage_metadata",
         lambda c: c.observation.use_usage_metadata,
@@ -113,39 +102,18 @@ _RESOURCE_ONLY: tuple[tuple[str, _Test, str], ...] = (
         _REFLECTS_IN_TURN,
     ),
     (
-        "read_only",
-        lambda c: c.read_only,
-        "the shared log of a resource is loaded by the step a read-only memory skips.",
-    ),
-    (
         "keep_last_messages",
-        lambda c: c.keep_last_messages > 0,
-        "the floor applies to one thread's window; resource cycles cut every thread's.",
-    ),
-    *(
-        (
-            f"hooks.{name}",
-            _hook_set(name),
-            "transform hooks do not run in the resource scope's cycles yet.",
-        )
-        for name in (
-            "before_observation",
-            "after_observation",
-            "before_reflection",
-            "after_reflection",
-        )
+        _buffers_with_floor,
+        "with observation.buffer_tokens set, resource scope activates a buffered chunk whole, "
+        "which could take a thread's last messages below its floor (buffer_tokens=False "
+        "keeps the floor).",
     ),
     (
         "memory_tool",
         lambda c: c.memory_tool,
-        "the tool edits the thread's record, and resource scope keeps the log in the store.",
+        "the tool finds, corrects and deletes lines of the thread's own log, and resource "
+        "scope's lines are in the resource's shared record, which it does not edit yet.",
     ),
-    (
-        "observation.manage_working_memory",
-        lambda c: c.observation.manage_working_memory,
-        "extractors, the working memory's included, do not run in resource scope yet.",
-    ),
-    ("reflection.extract", lambda c: c.reflection.extract, f"{_NO_EXTRACTORS}."),
     (
         "observation.archive",
         lambda c: c.observation.archive is not None,

@@ -43,6 +43,7 @@ __all__ = [
     "parse_observer_output",
     "split_sections",
     "tag_name",
+    "title_hint",
     "without_hints",
 ]
 
@@ -362,9 +363,13 @@ def _hint(values: list[str]) -> str | None:
 
 def _title(values: list[str]) -> str | None:
     hint = _hint(values)
-    if hint is None:
-        return None
-    title = hint.splitlines()[0].strip().strip("\"'*#`").strip()
+    return None if hint is None else title_hint(hint)
+
+
+def title_hint(text: str) -> str | None:
+    """A proposed thread title as kept: its first line, without quotes or marks, 200 chars."""
+    lines = text.strip().splitlines()
+    title = lines[0].strip().strip("\"'*#`").strip() if lines else ""
     return title[:200] or None
 
 

@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from langchain_om._core.observer import BUILTIN_SECTIONS, split_sections, title_hint
+
 __all__ = [
     "RESOURCE_RECORD_VERSION",
     "ResourceChunk",
@@ -42,8 +44,11 @@ __all__ = [
     "new_resource_record",
     "observed_ids",
     "plan_batches",
+    "sections_text",
     "split_threads",
     "thread_label",
+    "thread_titles",
+    "with_extracted",
 ]
 
 RESOURCE_RECORD_VERSION = 1
@@ -118,6 +123,8 @@ class ResourceRecord(TypedDict):
     """Ids of the deltas committed (the last 200), so a replayed commit is a no-op."""
     chunks: list[ResourceChunk]
     """Buffered observations not activated yet, oldest first."""
+    titles: dict[str, str]
+    """Per thread id, the title the Observer proposed last (``observation.thread_title``)."""
 
 
 def new_resource_record(resource_id: str) -> ResourceRecord:
@@ -133,6 +140,7 @@ def new_resource_record(resource_id: str) -> ResourceRecord:
         cursors={},
         applied=[],
         chunks=[],
+        titles={},
     )
 
 
@@ -238,6 +246,16 @@ def split_threads(text: str, labels: Sequence[str]) -> list[Section]:
     return sections
 
 
+def sections_text(sections: Sequence[Section]) -> str:
+    """``sections`` (of one thread) as thread scope's observation text: ``Date:`` headers,
+    then their lines (no ``<thread id>`` blocks); :func:`split_threads` reads it back."""
+    blocks = []
+    for s in sections:
+        head = f"Date: {s.date}\n" if s.date else ""
+        blocks.append(head + "\n".join(s.lines))
+    return "\n\n".join(blocks)
+
+
 def merge_sections(log: Sequence[ThreadSection], new: Sequence[Section]) -> list[ThreadSection]:
     """``log`` with ``new`` merged in: into the section of the same thread and date, else
     appended."""
@@ -307,6 +325,38 @@ def _first_fitting(n: int, fits: Callable[[int], bool]) -> int:
     return low
 
 
+_TITLE_LINE = re.compile(r'^<thread id="([^"]+)">\s*(.*?)\s*(?:</thread>)?\s*$')
+MIN_TITLE_CHARS = 3
+"""A proposed title shorter than this is not kept (as in thread scope)."""
+
+
+def thread_titles(raw: str, labels: Mapping[str, str]) -> dict[str, str]:
+    """Per thread id, the title the Observer's answer ``raw`` proposes for it.
+
+    The ``<thread-title>`` section holds one ``<thread id="…">title</thread>`` line per
+    thread (``labels``: thread id to its label); a batch of one thread may give the bare
+    title, as in thread scope. A line naming no thread of the batch is ignored, so a title is
+    never given to another thread.
+    """
+    sections, _ = split_sections(raw, BUILTIN_SECTIONS)
+    by_label = {label: tid for tid, label in labels.items()}
+    out: dict[str, str] = {}
+    for name, content in sections:
+        if name != "thread-title":
+            continue
+        for line in content.splitlines():
+            match = _TITLE_LINE.match(line.strip())
+            if match is not None and match.group(1) in by_label:
+                title = title_hint(match.group(2))
+                if title and len(title) >= MIN_TITLE_CHARS:
+                    out.setdefault(by_label[match.group(1)], title)
+        if not out and len(labels) == 1 and not _TITLE_LINE.match(content.strip()):
+            title = title_hint(content)
+            if title and len(title) >= MIN_TITLE_CHARS:
+                out[next(iter(labels))] = title
+    return out
+
+
 # -- committing: a delta applied to the latest record ---------------------------------------
 
 
@@ -323,6 +373,8 @@ class ResourceDelta:
     """Per thread id, its label in ``sections``."""
     hints: Mapping[str, str] = field(default_factory=dict)
     extracted: Mapping[str, Any] = field(default_factory=dict)
+    titles: Mapping[str, str] = field(default_factory=dict)
+    """Per thread id, the title the Observer proposed for it."""
 
 
 def observed_ids(record: ResourceRecord) -> dict[str, set[str]]:
@@ -355,9 +407,12 @@ def apply_delta(latest: ResourceRecord, delta: ResourceDelta) -> tuple[ResourceR
     stale = {delta.labels.get(tid, tid) for tid, ids in fresh.items() if not ids}
     keep = [s for s in delta.sections if stale.isdisjoint(s.thread.split(","))]
     cursors = {tid: list(ids) for tid, ids in latest["cursors"].items()}
+    titles = dict(latest.get("titles") or {})
     for tid, ids in fresh.items():
         if ids:
             cursors[tid] = cursors.get(tid, []) + ids
+            if delta.titles.get(tid):
+                titles[tid] = delta.titles[tid]
     out = ResourceRecord(
         v=RESOURCE_RECORD_VERSION,
         resource_id=latest["resource_id"],
@@ -369,25 +424,41 @@ def apply_delta(latest: ResourceRecord, delta: ResourceDelta) -> tuple[ResourceR
         cursors=cursors,
         applied=[*latest["applied"], delta.delta_id][-_APPLIED_KEPT:],
         chunks=list(latest["chunks"]),
+        titles=titles,
     )
     return out, True
+
+
+def with_extracted(latest: ResourceRecord, changes: Mapping[str, Any]) -> ResourceRecord:
+    """``latest`` with the extracted entries ``changes`` replaced, at the next version."""
+    return ResourceRecord(
+        **{
+            **latest,
+            "version": latest["version"] + 1,
+            "extracted": {**latest["extracted"], **changes},
+        }
+    )
 
 
 def coerce_resource_record(value: Any, resource_id: str) -> ResourceRecord:
     """A stored value as a record (a new one when nothing usable is stored)."""
     if isinstance(value, Mapping) and value.get("v") == RESOURCE_RECORD_VERSION:
-        return {"chunks": [], **value}  # type: ignore[typeddict-item]
+        return {**new_resource_record(resource_id), **value}
     return new_resource_record(resource_id)
 
 
 def apply_reflection(
-    latest: ResourceRecord, base: ResourceRecord, condensed: Sequence[Section]
+    latest: ResourceRecord,
+    base: ResourceRecord,
+    condensed: Sequence[Section],
+    extracted: Mapping[str, Any] | None = None,
 ) -> tuple[ResourceRecord, bool]:
     """``latest`` with the sections of ``base`` replaced by ``condensed`` (a reflection).
 
     What was observed after ``base`` was read (lines appended to its sections, new sections)
-    is kept, after the condensed log. When another writer reflected first (the generation
-    moved), nothing changes: the log is not condensed twice.
+    is kept, after the condensed log; ``extracted`` (the values the reflection filled)
+    replaces those entries. When another writer reflected first (the generation moved),
+    nothing changes: the log is not condensed twice.
     """
     if latest["generation"] != base["generation"]:
         return latest, False
@@ -404,6 +475,7 @@ def apply_reflection(
             "sections": merge_sections(
                 merge_sections([], condensed), [s for s in later if s.lines]
             ),
+            "extracted": {**latest["extracted"], **(extracted or {})},
         }
     )
     return out, True

@@ -18,6 +18,7 @@ Modules:
     turn_rules: what a step consults (cycle due, early activation, arrivals, buffer take).
     spend: spend control: the budget of memory's own model calls, and the turn cadence.
     resource: resource scope: parallel batches (``Gather``) and compare-and-set commits.
+    resource_extract: resource scope: extracted values per resource.
     resource_turn: one thread's step in resource scope.
     resource_buffer: resource scope's background buffer and the activation of its chunks.
     standalone: a thread's record and window kept in the store (no graph).

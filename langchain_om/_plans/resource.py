@@ -50,8 +50,10 @@ from langchain_om._core.resource import (
     log_text,
     observed_ids,
     plan_batches,
+    sections_text,
     split_threads,
     thread_label,
+    thread_titles,
 )
 from langchain_om._core.resource_chunks import prune_chunks
 from langchain_om._core.stream_reader import cut_of
@@ -65,6 +67,12 @@ from langchain_om._plans.effects import (
     run_async,
     run_sync,
 )
+from langchain_om._plans.resource_extract import (
+    batch_values,
+    cycle_delta_plan,
+    observer_sections,
+    reflection_changes_plan,
+)
 from langchain_om._plans.storage import (
     pending_list_op,
     pending_put_op,
@@ -72,8 +80,15 @@ from langchain_om._plans.storage import (
     resource_record_put_op,
     unpack_pending,
 )
+from langchain_om._plans.transforms import (
+    after_observation,
+    after_reflection,
+    before_observation,
+    before_reflection,
+)
 from langchain_om._plans.types import TurnEnv
 from langchain_om.errors import ObserverOutputError, ReflectorOutputError
+from langchain_om.extractors import ExtractionResult
 from langchain_om.locks import ThreadLock, hold_async
 
 T = TypeVar("T")
@@ -91,6 +106,7 @@ __all__ = [
     "reflect_resource_plan",
     "resource_lock_key",
     "save_pending_plan",
+    "thread_context",
     "threads_delta_plan",
 ]
 
@@ -252,6 +268,25 @@ def _observed(latest: ResourceRecord, delta: ResourceDelta) -> tuple[ResourceRec
     return new, changed
 
 
+TITLES_NOTE = (
+    'In <thread-title>, write one line per thread: <thread id="...">its title</thread>, with '
+    "the same ids; keep a thread's current title unless its topic has really changed."
+)
+CURRENT_TITLES = "The threads' current titles: {titles}."
+
+
+def _titles_note(record: ResourceRecord, labels: Mapping[str, str]) -> str:
+    """How a batch of several threads is titled, with their current titles."""
+    current = [
+        f'<thread id="{label}">{record["titles"][tid]}</thread>'
+        for tid, label in labels.items()
+        if record["titles"].get(tid)
+    ]
+    if not current:
+        return TITLES_NOTE
+    return TITLES_NOTE + " " + CURRENT_TITLES.format(titles=", ".join(current))
+
+
 REFLECTION_NOTE = (
     'The observations are grouped in <thread id="..."> blocks, one per conversation thread of '
     "the same user. Keep that grouping: inside <observations>, write one block per thread, "
@@ -266,10 +301,19 @@ def reflect_resource_plan(
     *,
     thread_id: str,
     cycle_id: str | None = None,
+    ctx: Mapping[str, Any] | None = None,
+    extraction: ExtractionResult | None = None,
 ) -> ResourcePlan[ResourceRecord]:
-    """Condense the shared log into a new generation (one Reflector call), commit it."""
+    """Condense the shared log into a new generation (one Reflector call), commit it.
+
+    ``hooks.before_reflection`` is given the shared log (its ``<thread id>`` blocks) and may
+    change what the Reflector reads; ``hooks.after_reflection`` is given the condensed log,
+    and may change or veto it (``ctx`` is the transform hooks' context). ``reflection.extract``
+    fills the resource's values from the condensed log (``extraction`` collects them).
+    """
     cfg = env.config.reflection
-    text = log_text(record["sections"])
+    ctx = ctx if ctx is not None else _hook_context(resource_id, thread_id)
+    text = yield from before_reflection(env, ctx, log_text(record["sections"]))
     instruction = "\n\n".join(t for t in (cfg.instruction, REFLECTION_NOTE) if t)
     prompt = build_reflector_messages(
         observations=text,
@@ -300,12 +344,17 @@ def reflect_resource_plan(
         raise ReflectorOutputError("The Reflector's reply was cut short.", raw=reply_text(result))
     parsed = parse_observer_output(reply_text(result))
     labels = list(dict.fromkeys(s["thread"] for s in record["sections"]))
-    condensed = split_threads(parsed.observations, labels)
+    kept = yield from after_reflection(env, ctx, parsed.observations)
+    condensed = split_threads(kept, labels)
     if not condensed:
         raise ReflectorOutputError("The Reflector returned no observations.", raw=parsed.raw)
+    found = extraction if extraction is not None else ExtractionResult()
+    values = yield from reflection_changes_plan(env, ctx, record, kept, found)
     return (
         yield from commit_plan(
-            resource_id, record, lambda latest: apply_reflection(latest, record, condensed)
+            resource_id,
+            record,
+            lambda latest: apply_reflection(latest, record, condensed, values),
         )
     )
 
@@ -333,6 +382,7 @@ def observe_resource_plan(
     *,
     current: tuple[str, Sequence[BaseMessage]] | None = None,
     threshold: int = 0,
+    ctx: Mapping[str, Any] | None = None,
 ) -> ResourcePlan[ResourceRecord]:
     """Observe the unobserved messages of the resource's threads, batched, in parallel.
 
@@ -342,6 +392,7 @@ def observe_resource_plan(
         current: ``(thread_id, window)`` of the thread whose step this is; its live window
             replaces what the store holds for it.
         threshold: take threads largest first until their tokens reach it (0: all).
+        ctx: the transform hooks' context (the step's cycle).
 
     Returns:
         The record as committed.
@@ -349,7 +400,11 @@ def observe_resource_plan(
     record, windows = yield from load_resource_plan(resource_id)
     if current is not None:
         windows[current[0]] = list(current[1])
-    return (yield from observe_threads_plan(env, resource_id, record, windows, threshold=threshold))
+    return (
+        yield from observe_threads_plan(
+            env, resource_id, record, windows, threshold=threshold, ctx=ctx
+        )
+    )
 
 
 def observe_threads_plan(
@@ -360,14 +415,26 @@ def observe_threads_plan(
     *,
     threshold: int = 0,
     cycle_id: str | None = None,
+    ctx: Mapping[str, Any] | None = None,
+    extraction: ExtractionResult | None = None,
 ) -> ResourcePlan[ResourceRecord]:
     """Observe ``windows`` (per thread, minus what ``record`` counts as observed), commit.
 
     Threads are batched by ``observation.max_tokens_per_batch`` and the batches observed in
-    parallel; their answers are committed together with compare-and-set. ``cycle_id`` names
-    the cycle the Observer calls belong to (traced, and counted once by a spend budget).
+    parallel (:func:`threads_delta_plan`); their answers are committed together with
+    compare-and-set. ``cycle_id`` names the cycle the Observer calls belong to (traced, and
+    counted once by a spend budget).
     """
-    delta = yield from threads_delta_plan(env, resource_id, record, windows, threshold=threshold)
+    delta = yield from threads_delta_plan(
+        env,
+        resource_id,
+        record,
+        windows,
+        threshold=threshold,
+        cycle_id=cycle_id,
+        ctx=ctx,
+        extraction=extraction,
+    )
     if delta is None:
         return record
     return (yield from commit_plan(resource_id, record, delta))
@@ -382,12 +449,20 @@ def threads_delta_plan(
     threshold: int = 0,
     trigger: str = "turn-sync",
     cycle_id: str | None = None,
+    ctx: Mapping[str, Any] | None = None,
+    extraction: ExtractionResult | None = None,
 ) -> ResourcePlan[ResourceDelta | None]:
     """What observing ``windows`` adds, not committed (``None``: nothing to observe).
 
     Threads are batched as for :func:`observe_threads_plan`; ``record`` gives the previous
-    observations and hints the Observer reads, and the messages it counts as observed.
+    observations and hints the Observer reads, and the messages it counts as observed. The
+    transform hooks run per thread (``ctx``, the step's cycle context, with that thread's
+    id): a thread's messages and observations are never shown to a hook call about another
+    thread. The resource's extracted values are filled from the cycle's observations (see
+    :mod:`~langchain_om._plans.resource_extract`); ``extraction`` collects them and the
+    extractors that failed.
     """
+    ctx = ctx if ctx is not None else _hook_context(resource_id, None)
     todo = _unobserved(record, windows)
     pending = [
         ThreadPending(tid, env.counter.count_messages(msgs), _oldest(msgs))
@@ -406,13 +481,22 @@ def threads_delta_plan(
             resource_id,
             record,
             {t.thread_id: todo[t.thread_id] for t in batch},
+            ctx,
             trigger=trigger,
             cycle_id=cycle_id,
         )
         for batch in batches
     ]
-    results: list[ResourceDelta] = yield Gather(plans)
-    return _joined(results)
+    results: list[tuple[ResourceDelta, ExtractionResult]] = yield Gather(plans)
+    found = extraction if extraction is not None else ExtractionResult()
+    for _, values in results:
+        found.merge(values)
+    joined = _joined([delta for delta, _ in results])
+    return (
+        yield from cycle_delta_plan(
+            env, thread_context(ctx, list(joined.observed)), record, joined, found
+        )
+    )
 
 
 def _joined(deltas: Sequence[ResourceDelta]) -> ResourceDelta:
@@ -421,16 +505,21 @@ def _joined(deltas: Sequence[ResourceDelta]) -> ResourceDelta:
     labels: dict[str, str] = {}
     sections: list[Section] = []
     hints: dict[str, str] = {}
+    titles: dict[str, str] = {}
     for delta in deltas:
         observed.update(delta.observed)
         labels.update(delta.labels)
         sections.extend(delta.sections)
         hints.update(delta.hints)
-    return ResourceDelta(new_id(), observed, sections, labels, hints)
+        titles.update(delta.titles)
+    return ResourceDelta(new_id(), observed, sections, labels, hints, titles=titles)
 
 
 def _history(
-    env: TurnEnv, threads: Mapping[str, Sequence[BaseMessage]], labels: Mapping[str, str]
+    env: TurnEnv,
+    threads: Mapping[str, Sequence[BaseMessage]],
+    labels: Mapping[str, str],
+    extra_tags: Sequence[str] = (),
 ) -> FormattedHistory:
     cfg = env.config.observation
     parts: list[str] = []
@@ -445,6 +534,7 @@ def _history(
             count=env.counter.count_text,
             now=env.now(),
             observe_attachments=policy,
+            extra_tags=list(extra_tags),
         )
         parts.append(f'<thread id="{labels[tid]}">\n{formatted.text}\n</thread>')
         attachments.extend(formatted.attachments)
@@ -452,19 +542,77 @@ def _history(
     return FormattedHistory(text="\n\n".join(parts), attachments=attachments, message_ids=ids)
 
 
+def _hook_context(resource_id: str, thread_id: str | None) -> dict[str, Any]:
+    """The transform hooks' context when no step's cycle gave one."""
+    return {"thread_id": thread_id, "resource_id": resource_id, "trigger": "manual"}
+
+
+def thread_context(ctx: Mapping[str, Any], thread_ids: Sequence[str]) -> dict[str, Any]:
+    """``ctx`` for a hook call about ``thread_ids`` (the first is its ``thread_id``)."""
+    return {**ctx, "thread_id": thread_ids[0], "thread_ids": list(thread_ids)}
+
+
+def _shown(
+    env: TurnEnv, ctx: Mapping[str, Any], threads: Mapping[str, Sequence[BaseMessage]]
+) -> Plan[dict[str, list[BaseMessage]]]:
+    """Per thread, the messages the Observer may see (``hooks.before_observation``).
+
+    The hook is called once per thread; a thread it withheld whole is left out.
+    """
+    shown: dict[str, list[BaseMessage]] = {}
+    for tid, messages in threads.items():
+        seen = yield from before_observation(env, thread_context(ctx, [tid]), messages)
+        if seen:
+            shown[tid] = seen
+    return shown
+
+
+def _kept(
+    env: TurnEnv,
+    ctx: Mapping[str, Any],
+    sections: Sequence[Section],
+    labels: Mapping[str, str],
+) -> Plan[list[Section]]:
+    """``sections`` through ``hooks.after_observation``, one call per thread.
+
+    Each call gets one thread's lines as thread scope's text; a vetoed thread keeps no lines.
+    Lines the Observer wrote outside every thread block are passed in one call naming all the
+    batch's threads.
+    """
+    by_label = {label: tid for tid, label in labels.items()}
+    out: list[Section] = []
+    for label in dict.fromkeys(s.thread for s in sections):
+        own = [s for s in sections if s.thread == label]
+        tids = [by_label[part] for part in label.split(",") if part in by_label] or list(labels)
+        text = yield from after_observation(env, thread_context(ctx, tids), sections_text(own))
+        out.extend(split_threads(text, [label]) if text.strip() else [])
+    return out
+
+
 def _observe_batch(
     env: TurnEnv,
     resource_id: str,
     record: ResourceRecord,
-    threads: Mapping[str, Sequence[BaseMessage]],
+    batch: Mapping[str, Sequence[BaseMessage]],
+    ctx: Mapping[str, Any],
     *,
     trigger: str = "turn-sync",
     cycle_id: str | None = None,
-) -> Plan[ResourceDelta]:
-    """One Observer call for a batch of threads; its answer split by thread and date."""
+) -> Plan[tuple[ResourceDelta, ExtractionResult]]:
+    """One Observer call for a batch of threads.
+
+    Returns its answer split by thread and date, and the values of its inline extractors.
+    """
     cfg = env.config
     obscure = cfg.effective_obscure_thread_ids
-    labels = {tid: thread_label(tid, obscure=obscure) for tid in threads}
+    labels = {tid: thread_label(tid, obscure=obscure) for tid in batch}
+    observed = {tid: [m.id for m in msgs if m.id] for tid, msgs in batch.items()}
+    threads = yield from _shown(env, ctx, batch)
+    if not threads:  # the hook withheld everything: observed, without a model call
+        return ResourceDelta(new_id(), observed, [], labels), ExtractionResult()
+    inline, extractor_sections, prior_extracted = observer_sections(
+        env, thread_context(ctx, list(threads)), record
+    )
     budget = cfg.observation.previous_observer_tokens
     previous_text = log_text(record["sections"])
     previous = (
@@ -474,17 +622,26 @@ def _observe_batch(
         if previous_text
         else None
     )
-    note = MULTI_THREAD_NOTE.format(n=len(threads)) if len(threads) > 1 else None
-    instruction = "\n\n".join(t for t in (cfg.observation.instruction, note) if t) or None
-    history = _history(env, threads, labels)
+    titled = cfg.observation.thread_title
+    shown_labels = {tid: labels[tid] for tid in threads}
+    notes: list[str | None] = [cfg.observation.instruction]
+    prior: dict[str, str] = {**record["hints"], **prior_extracted}
+    if len(threads) > 1:
+        notes.append(MULTI_THREAD_NOTE.format(n=len(threads)))
+        notes.append(_titles_note(record, shown_labels) if titled else None)
+    elif titled and record["titles"].get(next(iter(threads))):
+        prior["thread_title"] = record["titles"][next(iter(threads))]
+    instruction = "\n\n".join(t for t in notes if t) or None
+    history = _history(env, threads, labels, [e.slug for e in inline])
     prompt = build_observer_messages(
         history=history,
         previous=previous,
-        prior_hints=record["hints"],
+        prior_hints=prior,
         instruction=instruction,
         instruction_mode=cfg.observation.instruction_mode,
         hints=cfg.observer_hints,
-        thread_title=False,
+        thread_title=titled,
+        extractors=extractor_sections,
     )
     batch_tokens = sum(env.counter.count_messages(m) for m in threads.values())
     result = yield env.model_call(
@@ -495,7 +652,9 @@ def _observe_batch(
         trigger=trigger,
         cycle_id=cycle_id,
         output_budget=observer_budget(
-            batch_tokens, sections=2, setting=cfg.observation.output_budget
+            batch_tokens,
+            sections=2 + int(titled) + len(inline),
+            setting=cfg.observation.output_budget,
         ),
         source=history.text,
     )
@@ -508,7 +667,10 @@ def _observe_batch(
             raw=reply_text(result),
             reason="degenerate" if stopped["reason"] == "loop" else "oversized",
         )
-    parsed = without_hints(parse_observer_output(reply_text(result)), cfg.observer_hints)
+    parsed = without_hints(
+        parse_observer_output(reply_text(result), extractor_slugs=[e.slug for e in inline]),
+        cfg.observer_hints,
+    )
     hints = {
         k: v
         for k, v in (
@@ -517,10 +679,13 @@ def _observe_batch(
         )
         if v
     }
-    return ResourceDelta(
+    sections = split_threads(parsed.observations, [labels[t] for t in threads])
+    delta = ResourceDelta(
         delta_id=new_id(),
-        observed={tid: [m.id for m in msgs if m.id] for tid, msgs in threads.items()},
-        sections=split_threads(parsed.observations, [labels[t] for t in threads]),
+        observed=observed,
+        sections=(yield from _kept(env, ctx, sections, shown_labels)),
         labels=labels,
         hints=hints,
+        titles=thread_titles(parsed.raw, shown_labels) if titled else {},
     )
+    return delta, batch_values(env, parsed.extracted, record, list(threads))

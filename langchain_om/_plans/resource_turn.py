@@ -21,6 +21,8 @@ When the shared log reaches ``reflection.observation_tokens`` it is condensed (o
 call, committed with compare-and-set; what was observed meanwhile is kept after it). Only
 observations are buffered in resource scope, so the reflection is always synchronous; while it
 keeps failing, the view shows at most ``reflection.block_after`` tokens of the log.
+
+A ``read_only`` step does only step 4 (nothing is written, its window is not shared).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Any, Literal
 from langchain_core.messages import BaseMessage
 
 from langchain_om._core.dates import iso, message_time, stamp_messages
+from langchain_om._core.floor import floor_cut
 from langchain_om._core.record import make_group, new_id, new_record, stable_id
 from langchain_om._core.redact import error_summary, redacted_logger
 from langchain_om._core.resource import (
@@ -45,8 +48,9 @@ from langchain_om._core.resource import (
 )
 from langchain_om._core.types import OMRecord
 from langchain_om._core.window import observation_cut
-from langchain_om._plans.cycles import failure_reason
-from langchain_om._plans.effects import HookCall
+from langchain_om._plans.cycles import Cycle, failure_reason, status_event
+from langchain_om._plans.effects import HookCall, StoreBatch
+from langchain_om._plans.read_only import read_only_plan
 from langchain_om._plans.resource import (
     ResourcePlan,
     load_resource_plan,
@@ -63,8 +67,10 @@ from langchain_om._plans.resource_buffer import (
     start_buffer,
 )
 from langchain_om._plans.spend import cadence_due, count_turn, may_start
-from langchain_om._plans.storage import observed_plan
-from langchain_om._plans.turn_rules import resource_obs_key
+from langchain_om._plans.storage import observed_plan, title_pin_get_op
+from langchain_om._plans.titles import pinned_title, pinned_title_plan, with_pin
+from langchain_om._plans.transforms import archived_messages
+from langchain_om._plans.turn_rules import insert_gap_reminder, resource_obs_key
 from langchain_om._plans.types import (
     TurnEnv,
     TurnInput,
@@ -78,7 +84,13 @@ from langchain_om.errors import (
     OMConfigError,
     OMUsageError,
 )
-from langchain_om.events import ObservationEndEvent, ObservationFailedEvent, ObservationStartEvent
+from langchain_om.events import (
+    ObservationEndEvent,
+    ObservationFailedEvent,
+    ObservationStartEvent,
+    ThreadUpdateEvent,
+)
+from langchain_om.extractors import ExtractionResult
 
 logger = redacted_logger("langchain_om")
 
@@ -114,6 +126,8 @@ def _require_resource(inp: TurnInput) -> str:
 
 def resource_turn_plan(env: TurnEnv, inp: TurnInput) -> ResourcePlan[TurnOutcome]:
     """One step of ``inp.thread_id`` in resource scope (see the module docstring)."""
+    if env.config.read_only:
+        return (yield from _read_only_turn(env, inp))
     resource_id = _require_resource(inp)
     inp = replace(inp, resource_id=resource_id)
     now = env.now()
@@ -131,8 +145,10 @@ def resource_turn_plan(env: TurnEnv, inp: TurnInput) -> ResourcePlan[TurnOutcome
     for message in out.window:
         if not message.id:  # cursors name messages by id (graph reducers set them already)
             message.id = f"om-{new_id()}"
+    if env.config.temporal_markers:  # the thread's own pause, as in thread scope
+        insert_gap_reminder(env, inp, out, now)
     shared, windows = yield from load_resource_plan(resource_id)
-    yield from _leave(env, out, shared)
+    yield from _leave(env, inp, out, shared)
     buffering = env.config.buffering_enabled
     failed = (yield from buffer_backoff_plan(resource_id)) if buffering else None
     if inp.allow_observe and buffering:
@@ -146,19 +162,58 @@ def resource_turn_plan(env: TurnEnv, inp: TurnInput) -> ResourcePlan[TurnOutcome
         yield from start_buffer(env, inp, out, shared, windows, total=total, failed=failed)
     yield from save_pending_plan(env, resource_id, inp.thread_id, out.window)
     others = {t: w for t, w in windows.items() if t != inp.thread_id}
-    out.record = _view(env, out.record, shared, others, now, actor_model=inp.actor_model)
+    view = _view(env, out.record, shared, others, now, actor_model=inp.actor_model)
+    out.record = yield from _titled(env, view)
     out.status = buffered_status(env, inp, out, shared, total=total)
     if inp.emit_status:
         emit_event(env, inp, out.status)
     return out
 
 
-def _leave(env: TurnEnv, out: TurnOutcome, shared: ResourceRecord) -> ResourcePlan[None]:
-    """Archive and drop the window's messages the shared record counts as observed."""
+def _read_only_turn(env: TurnEnv, inp: TurnInput) -> ResourcePlan[TurnOutcome]:
+    """A ``read_only`` step: the shared log and the other threads' messages, as stored now.
+
+    Nothing is observed, reflected, archived or stored: the thread's window stays as it is,
+    and its messages are not shared with the other threads (the reader only reads). The
+    thread's record is the one :func:`~langchain_om._plans.read_only.read_only_plan` shows.
+    """
+    now = env.now()
+    record = inp.record or new_record(
+        thread_id=inp.thread_id,
+        resource_id=inp.resource_id,
+        scope="resource",
+        timezone=env.timezone,
+        now=iso(now),
+    )
+    out = yield from read_only_plan(inp, TurnOutcome(record=record, window=list(inp.window)))
+    resource_id = _require_resource(replace(inp, record=out.record))
+    shared, windows = yield from load_resource_plan(resource_id)
+    others = {t: w for t, w in windows.items() if t != inp.thread_id}
+    view = _view(env, out.record, shared, others, now)
+    view["last_activity_at"] = out.record["last_activity_at"]
+    out.record = yield from _titled(env, view)
+    out.status = status_event(
+        env, out.record, env.counter.count_messages(out.window), inp.step_number
+    )
+    if inp.emit_status:
+        emit_event(env, inp, out.status)
+    return out
+
+
+def _leave(
+    env: TurnEnv, inp: TurnInput, out: TurnOutcome, shared: ResourceRecord
+) -> ResourcePlan[None]:
+    """Archive and drop the window's messages the shared record counts as observed.
+
+    With ``hooks.archive_transformed`` the archive keeps what ``hooks.before_observation``
+    makes of them (the hook is run again here, by the thread that owns them).
+    """
     observed = observed_ids(shared).get(out.record["thread_id"], set())
     gone = [m for m in out.window if m.id in observed]
     if not gone:
         return
+    ctx = Cycle(env, inp, out.record, "observation", 0, inp.trigger).context()
+    kept = yield from archived_messages(env, ctx, gone)
     after = dict(out.record)
     after["observed_message_count"] = out.record["observed_message_count"] + len(gone)
     after["last_observed_message_id"] = gone[-1].id
@@ -166,7 +221,7 @@ def _leave(env: TurnEnv, out: TurnOutcome, shared: ResourceRecord) -> ResourcePl
         env.counter.count_messages(gone)
     )
     out.record = yield from observed_plan(
-        gone,
+        kept,
         before=out.record,
         after=after,  # type: ignore[arg-type]
         vector=env.vector,
@@ -176,8 +231,16 @@ def _leave(env: TurnEnv, out: TurnOutcome, shared: ResourceRecord) -> ResourcePl
     out.observed = True
 
 
-def _cut(messages: Sequence[BaseMessage], *, keep_current_turn: bool) -> list[BaseMessage]:
-    return list(messages[: observation_cut(messages, keep_current_turn=keep_current_turn)])
+def _cut(
+    env: TurnEnv, messages: Sequence[BaseMessage], *, keep_current_turn: bool
+) -> list[BaseMessage]:
+    """The leading messages of a thread's window an observation takes.
+
+    Up to a safe cut, and never a thread's last ``keep_last_messages`` (each thread keeps its
+    own floor of raw messages, as in thread scope).
+    """
+    cut = observation_cut(messages, keep_current_turn=keep_current_turn)
+    return list(messages[: floor_cut(messages, cut, env.config.keep_last_messages)])
 
 
 def _activate_buffered(
@@ -191,11 +254,11 @@ def _activate_buffered(
     """Activate buffered chunks when due; beyond ``block_after``, wait for the buffer first."""
     total = _total(env, out, shared, windows, inp.thread_id)
     shared = yield from activate_due_plan(env, inp, out, shared, windows, total=total, now=now)
-    yield from _leave(env, out, shared)
+    yield from _leave(env, inp, out, shared)
     if inp.sync_cycles:
         total = _total(env, out, shared, windows, inp.thread_id)
         shared = yield from await_buffer_plan(env, inp, out, shared, total=total)
-        yield from _leave(env, out, shared)
+        yield from _leave(env, inp, out, shared)
     return shared
 
 
@@ -240,16 +303,18 @@ def _observe_due(
         return shared
     if env.config.buffering_enabled and shared["chunks"]:
         shared = yield from activate_all_plan(env, inp, out, shared, windows)
-        yield from _leave(env, out, shared)
+        yield from _leave(env, inp, out, shared)
     seen = observed_ids(shared)
     # Other threads' stored messages are taken whole, up to a safe cut (never a tool call
     # without its result): their last turn was answered, or is answered from their own window.
     todo = {
-        tid: _cut([m for m in msgs if m.id not in seen.get(tid, set())], keep_current_turn=False)
+        tid: _cut(
+            env, [m for m in msgs if m.id not in seen.get(tid, set())], keep_current_turn=False
+        )
         for tid, msgs in windows.items()
         if tid != inp.thread_id
     }
-    todo[inp.thread_id] = _cut(out.window, keep_current_turn=not inp.force_observe)
+    todo[inp.thread_id] = _cut(env, out.window, keep_current_turn=not inp.force_observe)
     if not any(todo.values()):
         return shared
     if not forced and not cadence_due(env, out.record):
@@ -258,6 +323,8 @@ def _observe_due(
     if not (yield from may_start(env, inp, "observation", explicit=manual)):
         return shared  # the spend budget is used up: nothing leaves the window
     cycle = _Cycle(env, inp, out.record, "observation", total, sorted(t for t in todo if todo[t]))
+    before = dict(shared["titles"])
+    found = ExtractionResult()
     yield from cycle.start()
     try:
         shared = yield from observe_threads_plan(
@@ -267,13 +334,43 @@ def _observe_due(
             todo,
             threshold=0 if forced else threshold,
             cycle_id=cycle.cycle_id,
+            ctx=cycle.context(),
+            extraction=found,
         )
     except Exception as exc:
         yield from cycle.failed(exc)
         return _failed(env, inp, out, shared, exc)
-    yield from cycle.end(shared)
-    yield from _leave(env, out, shared)
+    yield from cycle.end(shared, found)
+    yield from _retitled(env, inp, cycle.cycle_id, before, shared["titles"])
+    yield from _leave(env, inp, out, shared)
     return shared
+
+
+def _retitled(
+    env: TurnEnv,
+    inp: TurnInput,
+    cycle_id: str,
+    before: Mapping[str, str],
+    after: Mapping[str, str],
+) -> ResourcePlan[None]:
+    """``data-om-thread-update`` for each thread the Observer gave a new title.
+
+    A thread whose title is pinned (``rename_thread``) gets none.
+    """
+    changed = [t for t, title in after.items() if before.get(t) != title]
+    if not changed:
+        return
+    pins = yield StoreBatch([title_pin_get_op(t) for t in changed])
+    for thread_id, pin in zip(changed, pins, strict=True):
+        if pinned_title(pin) is None:
+            event = ThreadUpdateEvent(
+                cycle_id=cycle_id,
+                thread_id=thread_id,
+                old_title=before.get(thread_id),
+                new_title=after[thread_id],
+                timestamp=iso(env.now()),
+            )
+            emit_event(env, inp, event)
 
 
 def _others_tokens(
@@ -301,10 +398,17 @@ def _reflect_due(
     if not (yield from may_start(env, inp, "reflection", explicit=explicit)):
         return shared  # the spend budget is used up: the log stays as it is
     cycle = _Cycle(env, inp, out.record, "reflection", tokens, [])
+    found = ExtractionResult()
     yield from cycle.start()
     try:
         shared = yield from reflect_resource_plan(
-            env, shared["resource_id"], shared, thread_id=inp.thread_id, cycle_id=cycle.cycle_id
+            env,
+            shared["resource_id"],
+            shared,
+            thread_id=inp.thread_id,
+            cycle_id=cycle.cycle_id,
+            ctx=cycle.context(),
+            extraction=found,
         )
     except Exception as exc:
         yield from cycle.failed(exc)
@@ -312,7 +416,7 @@ def _reflect_due(
             raise
         _carry_on(out, exc, exc, _REFLECTION_FAILED, inp.thread_id)
         return shared
-    yield from cycle.end(shared)
+    yield from cycle.end(shared, found)
     out.reflected = True
     return shared
 
@@ -342,6 +446,19 @@ class _Cycle:
             }
             yield HookCall(name, hook, payload)
 
+    def context(self) -> dict[str, Any]:
+        """The transform hooks' ``ctx``, as thread scope's cycle gives it."""
+        frame = Cycle(
+            self.env,
+            self.inp,
+            self.record,
+            self.operation,
+            self.tokens,
+            self.inp.trigger,
+            cycle_id=self.cycle_id,
+        )
+        return frame.context()
+
     def _ids(self) -> dict[str, Any]:
         return {
             "cycle_id": self.cycle_id,
@@ -364,7 +481,7 @@ class _Cycle:
         emit_event(self.env, self.inp, event)
         yield from self._hook(False)
 
-    def end(self, shared: ResourceRecord) -> ResourcePlan[None]:
+    def end(self, shared: ResourceRecord, found: ExtractionResult) -> ResourcePlan[None]:
         text = log_text(shared["sections"])
         event = ObservationEndEvent(
             **self._ids(),
@@ -375,6 +492,8 @@ class _Cycle:
             observation_tokens=self.env.counter.count_text(text) if text else 0,
             current_task=shared["hints"].get("current_task"),
             suggested_response=shared["hints"].get("suggested_response"),
+            extracted_values=found.values,
+            extraction_failures=found.failures,
         )
         emit_event(self.env, self.inp, event)
         yield from self._hook(True)
@@ -469,7 +588,18 @@ def shared_view_plan(env: TurnEnv, record: OMRecord) -> ResourcePlan[OMRecord]:
     others = {t: w for t, w in windows.items() if t != record["thread_id"]}
     view = _view(env, record, shared, others, env.now())
     view["last_activity_at"] = record["last_activity_at"]
-    return view
+    return (yield from _titled(env, view))
+
+
+def _titled(env: TurnEnv, view: OMRecord) -> ResourcePlan[OMRecord]:
+    """``view`` with its thread's pinned title, when titles are on.
+
+    Without a pin the view shows the title the Observer proposed for the thread.
+    """
+    if not env.config.observation.thread_title:
+        return view
+    pinned = yield from pinned_title_plan(view["thread_id"])
+    return with_pin(view, pinned)
 
 
 def shown_cap(env: TurnEnv) -> int | None:
@@ -558,6 +688,10 @@ def _view(
     view["observation_tokens"] = tokens
     view["generation"] = shared["generation"]
     view["hints"] = dict(shared["hints"])
+    view["extracted"] = dict(shared["extracted"])  # the resource's values
+    title = shared["titles"].get(thread_id) if env.config.observation.thread_title else None
+    if title:
+        view["title"] = title
     view["last_activity_at"] = iso(now)
     if actor_model:
         view["last_actor_model"] = actor_model

@@ -3,7 +3,8 @@
 The working memory is the value of the :class:`~langchain_om.extractors.WorkingMemoryExtractor`
 in the record (``record["extracted"]["working-memory"]`` by default), so it follows the
 memory's scope. :func:`working_memory_text` renders it for the agent's context;
-:func:`update_working_memory_plan` replaces it in a stored (standalone) thread.
+:func:`update_working_memory_plan` replaces it in a stored (standalone) thread, and
+:func:`resource_working_memory_plan` in the shared record of a resource (resource scope).
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from typing import Any
 
 from langchain_om._core.bounds import value_problem, value_text
 from langchain_om._core.line_edits import WORKING_MEMORY_EDIT_KEY, with_mark
+from langchain_om._core.resource import with_extracted
 from langchain_om._core.schemas import validate_value
 from langchain_om._core.types import OMRecord
 from langchain_om._plans.effects import Plan, StoreBatch
+from langchain_om._plans.resource import ResourcePlan, commit_plan, load_resource_plan
 from langchain_om._plans.standalone import ThreadState, load_plan
 from langchain_om._plans.storage import state_put_op
 from langchain_om._plans.types import TurnEnv
@@ -105,4 +108,43 @@ def update_working_memory_plan(
     state = yield from load_plan(env, thread_id, resource_id)
     state.record = with_working_memory(env.extractors, state.record, value, env.counter.count_text)
     yield StoreBatch([state_put_op(thread_id, state.record, state.window)])
+    return state
+
+
+def resource_working_memory_plan(
+    env: TurnEnv,
+    thread_id: str,
+    resource_id: str | None,
+    value: Any,
+    record: OMRecord | None = None,
+) -> ResourcePlan[ThreadState]:
+    """Replace the working memory of the thread's resource (shared by all its threads).
+
+    ``record`` is the thread's record from a graph's or agent's state (else the stored
+    thread's is read); the returned state's record shows the new value.
+
+    Raises:
+        OMUsageError: no working memory is configured, ``value`` does not fit it, the thread
+            belongs to another resource, or no resource is known.
+    """
+    state = yield from load_plan(env, thread_id, resource_id)
+    if record is not None:
+        state = ThreadState(record, state.window, state.status, title_pinned=state.title_pinned)
+    owner = resource_id or state.record["resource_id"]
+    if not owner:
+        raise OMUsageError(
+            "scope='resource' keeps the working memory per resource: pass resource_id=..."
+        )
+    shared, _ = yield from load_resource_plan(owner)
+    seen = dict(state.record)
+    seen["extracted"] = dict(shared["extracted"])
+    updated = with_working_memory(
+        env.extractors,
+        seen,  # type: ignore[arg-type]
+        value,
+        env.counter.count_text,
+    )
+    changes = {k: v for k, v in updated["extracted"].items() if shared["extracted"].get(k) != v}
+    yield from commit_plan(owner, shared, lambda latest: (with_extracted(latest, changes), True))
+    state.record = updated
     return state

@@ -3,6 +3,8 @@ the model; ids of any shape are stored under reversible labels, old labels migra
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -11,7 +13,7 @@ from langchain_om import ObservationalChatMessageHistory
 from langchain_om._plans import storage
 from langchain_om.tools import create_recall_tool
 from tests.helpers import archived, make_memory
-from tests.isolation_scenarios import run_two_users
+from tests.isolation_scenarios import run_resource_families, run_two_users
 
 
 def test_two_users_one_thread_id_on_in_memory_store() -> None:
@@ -19,6 +21,12 @@ def test_two_users_one_thread_id_on_in_memory_store() -> None:
     result = run_two_users(memory)
     assert result["reads"] == 0 and result["deletes"] == 0
     assert result["refused"] == 11
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_resource_scope_families_keep_two_users_apart(tmp_path: Path, mode: str) -> None:
+    result = run_resource_families(str(tmp_path / "om.db"), sync=mode == "sync")
+    assert result["leaks"] == 0 and result["checked"] > 50
 
 
 def _turns(n: int) -> list[BaseMessage]:

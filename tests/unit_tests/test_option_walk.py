@@ -605,21 +605,12 @@ def test_option_is_refused_naming_why(row: Refused) -> None:
 
 
 RESOURCE_REFUSED: dict[str, dict[str, Any]] = {
-    "observation.extract": _obs(extract=[Extractor("Topics", "Topics liked.")]),
-    "observation.thread_title": _obs(thread_title=True),
-    "temporal_markers": {"temporal_markers": True},
     "observation.use_usage_metadata": _obs(use_usage_metadata=True),
     "reflection.activate_after_idle": _ref(activate_after_idle="5m"),
     "reflection.activate_on_provider_change": _ref(activate_on_provider_change=True),
-    "read_only": {"read_only": True},
-    "keep_last_messages": {"keep_last_messages": 4},
-    "hooks.before_observation": {"hooks": {"before_observation": _topics_to_subjects}},
-    "hooks.after_observation": {"hooks": {"after_observation": _with_line}},
-    "hooks.before_reflection": {"hooks": {"before_reflection": _with_line}},
-    "hooks.after_reflection": {"hooks": {"after_reflection": _with_line}},
+    # refused only with resource-scope buffering on (an explicit buffer_tokens)
+    "keep_last_messages": {"keep_last_messages": 4, **_obs(buffer_tokens=0.2)},
     "memory_tool": {"memory_tool": True},
-    "observation.manage_working_memory": _obs(manage_working_memory=True),
-    "reflection.extract": _ref(extract=[Extractor("Topics", "Topics liked.", schema=_TopicsValue)]),
     "observation.archive": {**NO_REFLECTION, **_obs(archive=True)},
 }
 """Options that change behaviour in thread scope (rows above) and are refused in resource
@@ -675,6 +666,42 @@ RESOURCE_CHANGES: list[Changes] = [
         {},
         _obs(activate_on_provider_change=True),
         Script(BUFFERED_RESOURCE, switch_actor_at=6, turns=8),
+    ),
+    Changes(
+        "hooks.before_observation",
+        {},
+        {"hooks": {"before_observation": _topics_to_subjects}},
+        RESOURCE,
+    ),
+    Changes("hooks.after_observation", {}, {"hooks": {"after_observation": _with_line}}, RESOURCE),
+    Changes("hooks.before_reflection", {}, {"hooks": {"before_reflection": _with_line}}, RESOURCE),
+    Changes("hooks.after_reflection", {}, {"hooks": {"after_reflection": _with_line}}, RESOURCE),
+    Changes(
+        "temporal_markers",
+        {},
+        {"temporal_markers": True},
+        Script(RESOURCE.options, idle_gap_at=6, turns=8),
+    ),
+    Changes("read_only", {}, {"read_only": True}, RESOURCE),
+    Changes("keep_last_messages", {}, {"keep_last_messages": 16}, RESOURCE),
+    Changes("observation.thread_title", {}, _obs(thread_title=True, buffer_tokens=False), RESOURCE),
+    Changes(
+        "observation.extract",
+        {},
+        _obs(extract=[Extractor("Topics", "Topics liked.")], buffer_tokens=False),
+        RESOURCE,
+    ),
+    Changes(
+        "observation.manage_working_memory",
+        {},
+        _obs(manage_working_memory=True, buffer_tokens=False),
+        RESOURCE,
+    ),
+    Changes(
+        "reflection.extract",
+        {},
+        _ref(extract=[Extractor("Topics", "Topics liked.", schema=_TopicsValue)]),
+        RESOURCE,
     ),
 ]
 """Options whose resource-scope behaviour is its own (thread scope's rows above do not show

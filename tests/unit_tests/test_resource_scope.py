@@ -29,6 +29,7 @@ from langchain_om._core.resource import (
     plan_batches,
     split_threads,
     thread_label,
+    thread_titles,
 )
 from langchain_om._plans.effects import ModelCall, run_async, run_sync
 from langchain_om._plans.resource import (
@@ -116,6 +117,18 @@ def test_text_outside_thread_blocks_is_labelled_with_every_thread_of_the_batch()
     assert joint.thread == "aa,bb"
     [single] = split_threads("* 🔴 (09:00) something", ["aa"])
     assert (single.thread, single.date) == ("aa", "")
+
+
+def test_titles_are_read_per_thread_and_never_given_to_another_thread() -> None:
+    answer = (
+        "<observations>\n* x\n</observations>\n<thread-title>\n"
+        '<thread id="aa">Trip to Lisbon</thread>\n<thread id="zz">Not in the batch</thread>\n'
+        '<thread id="bb">ok</thread>\n</thread-title>'
+    )
+    assert thread_titles(answer, {"A": "aa", "B": "bb"}) == {"A": "Trip to Lisbon"}  # "ok": short
+    bare = "<observations>\n* x\n</observations>\n<thread-title>Garden plans</thread-title>"
+    assert thread_titles(bare, {"A": "aa"}) == {"A": "Garden plans"}
+    assert thread_titles(bare, {"A": "aa", "B": "bb"}) == {}  # whose? nobody's
 
 
 # -- applying a delta: exactly once ---------------------------------------------------------------
