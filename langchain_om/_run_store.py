@@ -17,8 +17,9 @@ from langgraph.store.base import BaseStore
 
 from langchain_om._core.callable_tokens import CallableTokenCounter
 from langchain_om._core.tokens import TokenCounter
+from langchain_om.errors import OMUsageError
 
-__all__ = ["load_tokenizer", "run_checkpointer", "run_store"]
+__all__ = ["load_tokenizer", "require_checkpointer", "run_checkpointer", "run_store"]
 
 _CHECKPOINTER_KEY = "__pregel_checkpointer"
 """Where LangGraph puts the run's checkpointer in ``config["configurable"]``."""
@@ -50,6 +51,33 @@ def run_checkpointer(config: Any = None) -> BaseCheckpointSaver[Any] | None:
     configurable = config.get("configurable") if isinstance(config, dict) else None
     saver = (configurable or {}).get(_CHECKPOINTER_KEY)
     return saver if isinstance(saver, BaseCheckpointSaver) else None
+
+
+def require_checkpointer(door: str, config: Any = None) -> None:
+    """Raise when the current graph run has no checkpointer: memory could not last.
+
+    Memory keeps a thread's record and window in the graph's state, and without a checkpointer
+    that state ends with each ``invoke``: every turn would start from nothing, observe again
+    and remember nothing. A run outside any graph (no run config) is not checked.
+
+    Raises:
+        OMUsageError: a graph run with no checkpointer.
+    """
+    if config is None:
+        try:
+            config = get_config()
+        except RuntimeError:
+            return
+    if run_checkpointer(config) is not None:
+        return
+    raise OMUsageError(
+        f"{door} runs in a graph without a checkpointer: memory lives in the graph's state, "
+        "which is gone after each invoke, so nothing would be remembered. Pass "
+        "checkpointer=memory.checkpointer (memory's own SQLite or in-memory saver) or any "
+        "checkpointer to create_agent(...) or graph.compile(...); LangGraph Platform and "
+        "`langgraph dev` provide their own. For one request without memory, pass "
+        'configurable={"langchain_om": {"enabled": False}}.'
+    )
 
 
 def load_tokenizer(counter: TokenCounter) -> None:

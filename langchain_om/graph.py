@@ -70,7 +70,7 @@ from langchain_om._plans.graph_state import (
     step_number,
 )
 from langchain_om._plans.types import TurnOutcome
-from langchain_om._run_store import run_store
+from langchain_om._run_store import require_checkpointer, run_store
 from langchain_om.engine import ObservationalMemory
 from langchain_om.errors import OMUsageError
 from langchain_om.events import OMEvent
@@ -224,6 +224,7 @@ class _Nodes:
         self, state: dict[str, Any], config: RunnableConfig, flags: dict[str, Any]
     ) -> tuple[dict[str, Any], TurnOutcome]:
         """Run the step with ``flags`` on ``state``: its state update and its outcome."""
+        require_checkpointer("The StateGraph memory nodes", config)
         store = run_store()
         record = self.memory.read_state(state, store=store)
         split, args = self._args(state, config, record)
@@ -236,6 +237,7 @@ class _Nodes:
         self, state: dict[str, Any], config: RunnableConfig, flags: dict[str, Any]
     ) -> tuple[dict[str, Any], TurnOutcome]:
         """Async twin of :meth:`_stepped`."""
+        require_checkpointer("The StateGraph memory nodes", config)
         store = run_store()
         record = await self.memory.aread_state(state, store=store)
         split, args = self._args(state, config, record)

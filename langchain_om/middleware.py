@@ -18,7 +18,6 @@ Example:
 from __future__ import annotations
 
 import threading
-import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal, NotRequired, cast
@@ -48,7 +47,7 @@ from langchain_om._plans.graph_state import (
     step_number,
 )
 from langchain_om._plans.types import TurnOutcome
-from langchain_om._run_store import run_checkpointer, run_store
+from langchain_om._run_store import require_checkpointer, run_store
 from langchain_om._shortcuts import BufferTokens, Threshold
 from langchain_om.config import RetrievalConfig
 from langchain_om.engine import ObservationalMemory
@@ -181,26 +180,6 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         self._actor: Any = None
         self._prepared: dict[int, _Prepared] = {}
         self._prepared_lock = threading.Lock()  # runs of several threads share the middleware
-        self._warned_unsaved = False
-
-    def _warn_if_unsaved(self) -> None:
-        """Warn once when the agent runs without a checkpointer: its memory would not last.
-
-        Memory keeps its record in the agent's state; with no checkpointer that state ends
-        with each ``invoke``, so nothing observed is there on the next one.
-        """
-        if self._warned_unsaved or run_checkpointer(_run_config()) is not None:
-            return
-        self._warned_unsaved = True
-        warnings.warn(
-            "ObservationalMemoryMiddleware is running in an agent without a checkpointer: "
-            "memory lives in the agent's state, which is gone after each invoke, so nothing is "
-            "remembered. Pass checkpointer=memory.checkpointer to create_agent (memory's own; "
-            "the middleware's .checkpointer is the same), or any checkpointer (LangGraph "
-            "Platform and `langgraph dev` provide their own).",
-            UserWarning,
-            stacklevel=3,
-        )
 
     @property
     def name(self) -> str:
@@ -342,7 +321,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         """
         if not memory_enabled(_run_config()):
             return handler(request)  # memory is off for this request: the call as it came
-        self._warn_if_unsaved()
+        require_checkpointer("ObservationalMemoryMiddleware", _run_config() or None)
         store = run_store(request.runtime)
         prepared = self._reused(request)
         if prepared is None:
@@ -369,7 +348,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         """Async twin of :meth:`wrap_model_call`."""
         if not memory_enabled(_run_config()):
             return await handler(request)
-        self._warn_if_unsaved()
+        require_checkpointer("ObservationalMemoryMiddleware", _run_config() or None)
         store = run_store(request.runtime)
         prepared = self._reused(request)
         if prepared is None:

@@ -45,17 +45,21 @@ def _open(tmp_path: Path, events: list[OMEvent], **observation: Any) -> Observat
 
 
 def _drive(app: Any, memory: ObservationalMemory, turns: list[str], mode: Mode) -> None:
-    """Run one turn per text, then wait for the background work the turns started."""
+    """Run one turn per text, each after the background work the turn before it started.
+
+    Waiting after every turn keeps the doors comparable on a busy machine: a buffer started
+    by one turn has landed before the next turn reads it, on both doors alike.
+    """
     if mode == "sync":
         for text in turns:
             app.invoke({"messages": [HumanMessage(text)]}, CONFIG)
-        memory.wait_for_background()
+            memory.wait_for_background()
         return
 
     async def run() -> None:
         for text in turns:
             await app.ainvoke({"messages": [HumanMessage(text)]}, CONFIG)
-        await memory.await_for_background()
+            await memory.await_for_background()
 
     asyncio.run(run())
 
