@@ -15,7 +15,7 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 
 from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
 from langchain_om.errors import OMUsageError
@@ -44,7 +44,7 @@ def _graph(checkpointer: InMemorySaver | None) -> Any:
     memory, actor = _memory(), _actor()
     builder = StateGraph(ObservationalMemoryGraphState)
 
-    def model(state: dict[str, Any]) -> dict[str, Any]:
+    def model(state: MessagesState) -> dict[str, Any]:
         return {"messages": [actor.invoke(state["messages"])]}
 
     builder.add_node("model", model)
