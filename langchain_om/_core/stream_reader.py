@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, message_chunk_to_message
-from langchain_core.messages.ai import UsageMetadata
+from langchain_core.messages.ai import UsageMetadata, add_ai_message_chunks
 
 from langchain_om._core.loop_cut import Cut, StreamCut
 
@@ -85,14 +85,14 @@ class StreamReader:
 
     def __init__(self, cut: StreamCut) -> None:
         self.cut = cut
-        self._total: AIMessageChunk | None = None
+        self._chunks: list[AIMessageChunk] = []
         self._whole: AIMessage | None = None
         self._length = False
 
     def add(self, chunk: Any) -> bool:
         """Add one streamed chunk; ``True`` when the stream should be closed now."""
         if isinstance(chunk, AIMessageChunk):
-            self._total = chunk if self._total is None else self._total + chunk
+            self._chunks.append(chunk)  # merged once at the end: adding each is quadratic
         elif isinstance(chunk, AIMessage):
             self._whole = chunk  # a runnable that answers in one piece
         elif isinstance(chunk, BaseMessage):
@@ -122,8 +122,9 @@ class StreamReader:
         """The reply as an ``AIMessage`` (see the module docstring)."""
         if self._whole is not None:
             message = self._whole
-        elif self._total is not None:
-            converted = message_chunk_to_message(self._total)
+        elif self._chunks:
+            total = add_ai_message_chunks(*self._chunks)
+            converted = message_chunk_to_message(total)
             message = converted if isinstance(converted, AIMessage) else AIMessage("")
         else:
             message = AIMessage(content="")
