@@ -34,6 +34,8 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from langchain_om import Extractor, ObservationalMemory, ThreadSnapshot
+from langchain_om._core.resource import ResourceDelta, Section, new_resource_record
+from langchain_om._core.resource_chunks import activate_chunks, add_chunk, new_chunk, with_chunks
 from langchain_om.events import (
     ActivationEvent,
     BufferingEndEvent,
@@ -347,3 +349,69 @@ def test_buffering_with_titles_extractors_and_hooks_keeps_users_apart(
     door: type[Door], tmp_path: Path
 ) -> None:
     run(door, tmp_path / "om.sqlite")
+
+
+@pytest.mark.parametrize("door", [Door, AsyncDoor], ids=["sync", "async"])
+def test_an_update_of_the_working_memory_wins_over_an_older_chunk(
+    door: type[Door], tmp_path: Path
+) -> None:
+    """The application updates the working memory while a chunk computed before waits: the
+    activation applies the chunk's observations, title and values, and keeps the update."""
+    events: list[OMEvent] = []
+    memory = open_memory(tmp_path / "om.sqlite", Clock(), events)
+    turns = [("A", 0)] + [(t, i) for i in range(1, ROUNDS) for t in "BA"]  # one code, in A
+    steps = (m for t, i in turns for m in resource_turn(t, "alice", i))
+    update = "# Alice\n- prefers tea"
+
+    def until(kind: type[OMEvent]) -> Any:
+        for message in steps:
+            door(memory).add(str(message.id).split("-")[0], [message])
+            if found := [e for e in events if isinstance(e, kind)]:
+                return found[0]
+        raise AssertionError(f"no {kind.__name__}")
+
+    try:
+        chunk = until(BufferingEndEvent)
+        assert "4921" in chunk.extracted_values["working-memory"]
+        memory.update_working_memory(update, thread_id="B", resource_id="alice")
+        until(ActivationEvent)
+        snap = memory.status(thread_id="A", resource_id="alice")
+        assert "User said: Alice keeps" in snap.observations  # the chunk was applied
+        assert snap.extracted["codes"] == "4921" and snap.title
+        assert memory.get_working_memory(thread_id="A") == update
+    finally:
+        memory.close()
+
+
+# -- the pure part: what a chunk keeps and its activation applies ------------------------------
+
+
+def test_a_chunk_keeps_its_titles_and_values_and_its_activation_applies_them() -> None:
+    record = new_resource_record("alice")
+    record["extracted"] = {"codes": "1111", "notes": "old"}
+    delta = ResourceDelta(
+        delta_id="d1",
+        observed={"A": ["A-h0"], "B": ["B-h0"]},
+        sections=[Section("A", "", ("* a",)), Section("B", "", ("* b",))],
+        labels={"A": "A", "B": "B"},
+        extracted={"codes": "1111, 4921", "notes": "new"},
+        titles={"A": "Locker codes", "B": "Blue notebook", "C": "not in the chunk"},
+    )
+    chunk = new_chunk(
+        delta,
+        after={},
+        thread_tokens={"A": 10, "B": 10},
+        section_tokens=[1, 1],
+        created_at="",
+        extracted_before=record["extracted"],
+    )
+    assert chunk.get("titles") == {"A": "Locker codes", "B": "Blue notebook"}
+    stored, _ = add_chunk(record, chunk)
+    basis = with_chunks(stored)  # what the next buffer reads
+    assert basis["titles"] == chunk.get("titles") and basis["extracted"]["codes"] == "1111, 4921"
+    stored["extracted"] = {**stored["extracted"], "notes": "the application's"}
+    # B's messages left its thread: B's part and title go; the values stay with A's part.
+    active, done = activate_chunks(stored, {"d1"}, {"A": {"A-h0"}, "B": set()})
+    assert [c["id"] for c in done] == ["d1"] and active["cursors"] == {"A": ["A-h0"]}
+    assert active["titles"] == {"A": "Locker codes"}
+    assert active["extracted"] == {"codes": "1111, 4921", "notes": "the application's"}
