@@ -116,9 +116,7 @@ def _still_applying(chunk: ResourceChunk, extracted: Mapping[str, Any]) -> dict[
     """The chunk's extracted entries whose value in ``extracted`` is the one its cycle read."""
     before = chunk.get("extracted_before") or {}
     return {
-        k: v
-        for k, v in (chunk.get("extracted") or {}).items()
-        if extracted.get(k) == before.get(k)
+        k: v for k, v in (chunk.get("extracted") or {}).items() if extracted.get(k) == before.get(k)
     }
 
 
