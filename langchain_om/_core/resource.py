@@ -24,7 +24,7 @@ import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from langchain_om._core.observer import BUILTIN_SECTIONS, split_sections, title_hint
 
@@ -100,6 +100,13 @@ class ResourceChunk(TypedDict):
     tokens: int
     """Tokens of its observations."""
     created_at: str
+    titles: NotRequired[dict[str, str]]
+    """Per thread id, the title the Observer proposed for it (``observation.thread_title``)."""
+    extracted: NotRequired[dict[str, Any]]
+    """The extracted entries its cycle changed."""
+    extracted_before: NotRequired[dict[str, Any]]
+    """Those entries as the cycle read them: an entry changed since (by the application or
+    another writer) keeps the newer value when the chunk is activated."""
 
 
 class ResourceRecord(TypedDict):

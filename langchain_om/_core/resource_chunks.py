@@ -13,11 +13,18 @@ lock), so:
   same write: a chunk is activated exactly once, whoever tries;
 - :func:`prune_chunks` drops the part of a chunk whose messages were observed another way,
   left the thread (``forget``), or follow such a part: a thread's chain never has a hole.
+
+A chunk keeps everything its background Observer call gave, so activating it has the effects
+of a synchronous observation: its sections and observed ids, its continuation hints, the
+titles it proposed for its threads and the extracted values its cycle changed (an entry
+changed since the chunk was computed keeps the newer value). The next buffer reads the
+record as it will be once the chunks before it are activated (:func:`with_chunks`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
 from langchain_om._core.resource import (
     ChunkSection,
@@ -40,6 +47,7 @@ __all__ = [
     "last_covered",
     "new_chunk",
     "prune_chunks",
+    "with_chunks",
 ]
 
 
@@ -50,11 +58,13 @@ def new_chunk(
     thread_tokens: Mapping[str, int],
     section_tokens: Sequence[int],
     created_at: str,
+    extracted_before: Mapping[str, Any] | None = None,
 ) -> ResourceChunk:
     """``delta`` kept as a chunk (``section_tokens``: the tokens of each of its sections).
 
-    A thread none of whose sections names it is left out: its messages stay unobserved,
-    since nothing would cover them.
+    ``extracted_before`` is the extracted values the cycle read (its delta's ``extracted``
+    holds the entries it changed). A thread none of whose sections names it is left out:
+    its messages stay unobserved, since nothing would cover them.
     """
     sections = [
         ChunkSection(thread=s.thread, date=s.date, lines=list(s.lines), tokens=n)
@@ -78,24 +88,66 @@ def new_chunk(
         message_tokens=sum(tokens.values()),
         tokens=sum(section_tokens),
         created_at=created_at,
+        titles={tid: str(delta.titles[tid]) for tid in observed if delta.titles.get(tid)},
+        extracted=dict(delta.extracted),
+        extracted_before={k: (extracted_before or {}).get(k) for k in delta.extracted},
     )
 
 
-def chunk_delta(chunk: ResourceChunk) -> ResourceDelta:
-    """The delta a chunk applies when activated."""
+def chunk_delta(chunk: ResourceChunk, extracted: Mapping[str, Any]) -> ResourceDelta:
+    """The delta a chunk applies when activated to a record whose values are ``extracted``.
+
+    Its extracted entries are applied where the record still holds what the chunk's cycle
+    read; one changed since (an update of the working memory, another writer) keeps the
+    newer value.
+    """
     return ResourceDelta(
         delta_id=chunk["id"],
         observed=chunk["observed"],
         sections=[Section(s["thread"], s["date"], tuple(s["lines"])) for s in chunk["sections"]],
         labels=chunk["labels"],
         hints=chunk["hints"],
+        extracted=_still_applying(chunk, extracted),
+        titles=chunk.get("titles") or {},
     )
 
 
+def _still_applying(chunk: ResourceChunk, extracted: Mapping[str, Any]) -> dict[str, Any]:
+    """The chunk's extracted entries whose value in ``extracted`` is the one its cycle read."""
+    before = chunk.get("extracted_before") or {}
+    return {
+        k: v for k, v in (chunk.get("extracted") or {}).items() if extracted.get(k) == before.get(k)
+    }
+
+
 def chunk_sections(record: ResourceRecord) -> list[ThreadSection]:
-    """The log with the record's chunks merged in (what the next buffer's Observer reads)."""
+    """The log with the record's chunks merged in."""
     new = [Section(s.thread, s.date, s.lines) for c in record["chunks"] for s in _sections(c)]
     return merge_sections(record["sections"], new)
+
+
+def with_chunks(record: ResourceRecord) -> ResourceRecord:
+    """``record`` as it will be once its chunks are activated (what the next buffer reads).
+
+    The log with the chunks' sections merged in, and their hints, titles and extracted values
+    over the record's, as their activation applies them (the chunks stay, so the next buffer
+    continues their chains).
+    """
+    hints, titles = dict(record["hints"]), dict(record["titles"])
+    extracted = dict(record["extracted"])
+    for chunk in record["chunks"]:
+        hints.update(chunk["hints"])
+        titles.update(chunk.get("titles") or {})
+        extracted.update(_still_applying(chunk, extracted))
+    return ResourceRecord(
+        **{
+            **record,
+            "sections": chunk_sections(record),
+            "hints": hints,
+            "titles": titles,
+            "extracted": extracted,
+        }
+    )
 
 
 def _sections(chunk: ResourceChunk) -> list[Section]:
@@ -125,10 +177,10 @@ def _restricted(chunk: ResourceChunk, threads: Collection[str]) -> ResourceChunk
     A section labelled with a dropped thread goes too (it may describe that thread's messages).
     """
     kept = [tid for tid in chunk["observed"] if tid in threads]
-    if len(kept) == len(chunk["observed"]):
-        return chunk
     if not kept:
         return None
+    if len(kept) == len(chunk["observed"]):
+        return chunk
     dropped = {chunk["labels"].get(t, t) for t in chunk["observed"] if t not in threads}
     sections = [s for s in chunk["sections"] if dropped.isdisjoint(s["thread"].split(","))]
     tokens = {tid: chunk["thread_tokens"].get(tid, 0) for tid in kept}
@@ -143,6 +195,9 @@ def _restricted(chunk: ResourceChunk, threads: Collection[str]) -> ResourceChunk
         message_tokens=sum(tokens.values()),
         tokens=sum(s["tokens"] for s in sections),
         created_at=chunk["created_at"],
+        titles={t: v for t, v in (chunk.get("titles") or {}).items() if t in kept},
+        extracted=dict(chunk.get("extracted") or {}),
+        extracted_before=dict(chunk.get("extracted_before") or {}),
     )
 
 
@@ -219,5 +274,5 @@ def activate_chunks(
     ids = {c["id"] for c in wanted}
     new = ResourceRecord(**{**latest, "chunks": [c for c in chunks if c["id"] not in ids]})
     for chunk in wanted:
-        new, _ = apply_delta(new, chunk_delta(chunk))
+        new, _ = apply_delta(new, chunk_delta(chunk, new["extracted"]))
     return ResourceRecord(**{**new, "version": latest["version"] + 1}), wanted

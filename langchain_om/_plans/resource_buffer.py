@@ -17,6 +17,11 @@ writes are compare-and-set commits under the resource's lock:
 
 The step's own messages that a chunk covered leave its window right after (archived by the
 thread); another thread's leave at that thread's next step.
+
+A buffered observation has the effects of a synchronous one: the background cycle runs the
+transform hooks with its own context (``trigger="async-buffer"``) and the extractors, and its
+chunk keeps the titles and extracted values it gave, which the activation applies (with
+``data-om-thread-update`` for each retitled thread whose title is not pinned).
 """
 
 from __future__ import annotations
@@ -41,10 +46,10 @@ from langchain_om._core.resource import (
 from langchain_om._core.resource_chunks import (
     activate_chunks,
     add_chunk,
-    chunk_sections,
     covered_ids,
     last_covered,
     new_chunk,
+    with_chunks,
 )
 from langchain_om._core.thresholds import choose_activation, should_buffer
 from langchain_om._core.types import OMRecord
@@ -64,6 +69,7 @@ from langchain_om._plans.resource import (
 )
 from langchain_om._plans.spend import cadence_due, may_start
 from langchain_om._plans.storage import resource_backoff_get_op, resource_backoff_put_op
+from langchain_om._plans.titles import retitled_plan
 from langchain_om._plans.turn_rules import (
     BLOCK_WAIT_SECONDS,
     buffer_candidates,
@@ -80,6 +86,7 @@ from langchain_om._plans.types import (
 )
 from langchain_om.errors import ObserverOutputError
 from langchain_om.events import ActivationEvent, StatusEvent
+from langchain_om.extractors import ExtractionResult
 
 __all__ = [
     "activate_all_plan",
@@ -116,25 +123,30 @@ def activate_plan(
     """Apply ``chunks`` to the shared log and remove them from the record, in one commit.
 
     No model call. The chunks another writer activated first are not activated again; the
-    ``data-om-activation`` event reports the ones this commit activated.
+    ``data-om-activation`` event reports the ones this commit activated, and a
+    ``data-om-thread-update`` follows for each thread they retitled (not pinned).
     """
     wanted = {c["id"] for c in chunks}
     present = _present(inp, out, windows)
     done: list[ResourceChunk] = []
+    titles: dict[str, str] = {}
 
     def change(latest: ResourceRecord) -> tuple[ResourceRecord, bool]:
         new, activated = activate_chunks(latest, wanted, present)
         done[:] = activated
+        titles.clear()
+        titles.update(latest["titles"])
         return new, new is not latest
 
     shared = yield from commit_plan(shared["resource_id"], shared, change)
     if done:
         text = log_text(shared["sections"])
+        cycle_id = new_id()
         emit_event(
             env,
             inp,
             ActivationEvent(
-                cycle_id=new_id(),
+                cycle_id=cycle_id,
                 operation_type="observation",
                 activated_at=iso(env.now()),
                 chunks_activated=len(done),
@@ -150,6 +162,8 @@ def activate_plan(
                 thread_id=out.record["thread_id"],
             ),
         )
+        if env.config.observation.thread_title:
+            yield from retitled_plan(env, inp, cycle_id, titles, shared["titles"])
     return shared
 
 
@@ -311,21 +325,30 @@ def _buffer_plan(
 ) -> ResourcePlan[None]:
     """Observe ``todo`` in the background and store the answer as a chunk. Never raises.
 
-    The Observer reads the log with the chunks before this one merged in. A failure stores
-    the resource's buffering backoff (``failed_before`` plus this failure); a stored chunk
-    clears it.
+    The Observer reads the record as it will be once the chunks before this one are
+    activated (their log, titles and values); the transform hooks get the cycle's context.
+    A failure stores the resource's buffering backoff (``failed_before`` plus this failure);
+    a stored chunk clears it.
     """
     resource_id = shared["resource_id"]
-    basis = ResourceRecord(**{**shared, "sections": chunk_sections(shared)})
+    basis = with_chunks(shared)
     after = last_covered(shared)
     counts = {tid: env.counter.count_messages(m) for tid, m in todo.items()}
     background = replace(inp, emit=None)
     thread_record = cast(OMRecord, record)
 
     def body(cycle: Cycle) -> ResourcePlan[tuple[OMRecord, dict[str, Any]]]:
+        found = ExtractionResult()
         try:
             delta = yield from threads_delta_plan(
-                env, resource_id, basis, todo, trigger="async-buffer", cycle_id=cycle.cycle_id
+                env,
+                resource_id,
+                basis,
+                todo,
+                trigger="async-buffer",
+                cycle_id=cycle.cycle_id,
+                ctx=cycle.context(),
+                extraction=found,
             )
             if delta is None or not delta.sections:
                 raise ObserverOutputError(
@@ -341,6 +364,7 @@ def _buffer_plan(
             thread_tokens=counts,
             section_tokens=[_tokens(env, s) for s in delta.sections],
             created_at=iso(env.now()),
+            extracted_before=basis["extracted"],
         )
         latest = yield from commit_plan(resource_id, shared, lambda r: add_chunk(r, chunk))
         if failed_before:
@@ -350,6 +374,8 @@ def _buffer_plan(
             "buffered_tokens": stored["tokens"] if stored else 0,
             "observations": log_text(stored["sections"]) if stored else "",
             "covered_messages": sum(len(i) for i in stored["observed"].values()) if stored else 0,
+            "extracted_values": found.values if stored else {},
+            "extraction_failures": found.failures,
         }
 
     cycle = background_cycle(

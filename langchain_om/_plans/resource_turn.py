@@ -49,7 +49,7 @@ from langchain_om._core.resource import (
 from langchain_om._core.types import OMRecord
 from langchain_om._core.window import observation_cut
 from langchain_om._plans.cycles import Cycle, failure_reason, status_event
-from langchain_om._plans.effects import HookCall, StoreBatch
+from langchain_om._plans.effects import HookCall
 from langchain_om._plans.read_only import read_only_plan
 from langchain_om._plans.resource import (
     ResourcePlan,
@@ -67,8 +67,8 @@ from langchain_om._plans.resource_buffer import (
     start_buffer,
 )
 from langchain_om._plans.spend import cadence_due, count_turn, may_start
-from langchain_om._plans.storage import observed_plan, title_pin_get_op
-from langchain_om._plans.titles import pinned_title, pinned_title_plan, with_pin
+from langchain_om._plans.storage import observed_plan
+from langchain_om._plans.titles import pinned_title_plan, retitled_plan, with_pin
 from langchain_om._plans.transforms import archived_messages
 from langchain_om._plans.turn_rules import insert_gap_reminder, resource_obs_key
 from langchain_om._plans.types import (
@@ -88,7 +88,6 @@ from langchain_om.events import (
     ObservationEndEvent,
     ObservationFailedEvent,
     ObservationStartEvent,
-    ThreadUpdateEvent,
 )
 from langchain_om.extractors import ExtractionResult
 
@@ -341,36 +340,9 @@ def _observe_due(
         yield from cycle.failed(exc)
         return _failed(env, inp, out, shared, exc)
     yield from cycle.end(shared, found)
-    yield from _retitled(env, inp, cycle.cycle_id, before, shared["titles"])
+    yield from retitled_plan(env, inp, cycle.cycle_id, before, shared["titles"])
     yield from _leave(env, inp, out, shared)
     return shared
-
-
-def _retitled(
-    env: TurnEnv,
-    inp: TurnInput,
-    cycle_id: str,
-    before: Mapping[str, str],
-    after: Mapping[str, str],
-) -> ResourcePlan[None]:
-    """``data-om-thread-update`` for each thread the Observer gave a new title.
-
-    A thread whose title is pinned (``rename_thread``) gets none.
-    """
-    changed = [t for t, title in after.items() if before.get(t) != title]
-    if not changed:
-        return
-    pins = yield StoreBatch([title_pin_get_op(t) for t in changed])
-    for thread_id, pin in zip(changed, pins, strict=True):
-        if pinned_title(pin) is None:
-            event = ThreadUpdateEvent(
-                cycle_id=cycle_id,
-                thread_id=thread_id,
-                old_title=before.get(thread_id),
-                new_title=after[thread_id],
-                timestamp=iso(env.now()),
-            )
-            emit_event(env, inp, event)
 
 
 def _others_tokens(

@@ -11,14 +11,18 @@ on shows the Observer's title again. Status and ``inspect`` show the pinned titl
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from langgraph.store.base import Item
 
+from langchain_om._core.dates import iso
 from langchain_om._core.types import OMRecord
 from langchain_om._plans.effects import Plan, StoreBatch
 from langchain_om._plans.storage import title_pin_get_op, title_pin_put_op
+from langchain_om._plans.types import TurnEnv, TurnInput, emit_event
 from langchain_om.errors import OMUsageError
+from langchain_om.events import ThreadUpdateEvent
 
 __all__ = [
     "MAX_TITLE_CHARS",
@@ -26,6 +30,7 @@ __all__ = [
     "pin_plan",
     "pinned_title",
     "pinned_title_plan",
+    "retitled_plan",
     "titled_plan",
     "unpin_plan",
     "with_pin",
@@ -99,3 +104,32 @@ def titled_plan(record: OMRecord) -> Plan[tuple[OMRecord, bool]]:
     """``record`` with its thread's pinned title, and whether the thread has one."""
     pinned = yield from pinned_title_plan(record["thread_id"])
     return with_pin(record, pinned), pinned is not None
+
+
+def retitled_plan(
+    env: TurnEnv,
+    inp: TurnInput,
+    cycle_id: str,
+    before: Mapping[str, str],
+    after: Mapping[str, str],
+) -> Plan[None]:
+    """``data-om-thread-update`` for each thread of a resource given a new title.
+
+    ``before`` and ``after`` are the resource's titles per thread id around one observation
+    (synchronous, or the activation of buffered chunks). A thread whose title is pinned gets
+    none.
+    """
+    changed = [t for t, title in after.items() if before.get(t) != title]
+    if not changed:
+        return
+    pins = yield StoreBatch([title_pin_get_op(t) for t in changed])
+    for thread_id, pin in zip(changed, pins, strict=True):
+        if pinned_title(pin) is None:
+            event = ThreadUpdateEvent(
+                cycle_id=cycle_id,
+                thread_id=thread_id,
+                old_title=before.get(thread_id),
+                new_title=after[thread_id],
+                timestamp=iso(env.now()),
+            )
+            emit_event(env, inp, event)
