@@ -243,3 +243,14 @@ def test_forget_a_line_example_keeps_the_line_deleted(capsys: pytest.CaptureFixt
     assert "a reflection holding it is buffered: True" in out
     assert "after the delete, the log holds it: False" in out
     assert number(r"(\d+) reflection\(s\) later, the log holds it: False", out) >= 1
+
+
+def test_resource_buffering_example_shares_one_users_memory(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = run_example("resource_buffering.py", capsys)
+    assert number(r"buffers stored: (\d+)", out) >= 2
+    assert number(r"chunks activated: (\d+)", out) >= 1
+    assert "jo's other thread sees the ferry: True" in out
+    assert "the Observer never read the card: True" in out
+    assert "kim's memory holds nothing of jo: True" in out
