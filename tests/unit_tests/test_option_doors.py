@@ -1,8 +1,21 @@
 """No silent option on any front door: the door-specific options, run on each door.
 
-:mod:`test_option_walk` runs every option on one door (the engine's ``step``). The options
-below act where a front door meets its host (the model call, the turn's end, the messages the
-model is sent, the tools it is offered), so each runs here on each door:
+The table of issue #27 is every option × every front door × messages with and without ids;
+two tests split it. :mod:`test_option_walk` has a row for every option of the config (it fails
+when one has none) and runs it on one door, the engine's ``step``: that proves the options
+whose effect is door-independent, the ones the engine applies to what it is given whatever
+the door (the Observer's and Reflector's prompts, models and settings, extraction, archive
+mode, thresholds, the spend budget, the recall tool's own behaviour, the refused values).
+This file runs, on each door, the options that act where a front door meets its host: the
+model call and its actor model (provider changes, reported usage, context overflow), the
+clock between turns (idle activation, time markers), the turn's end and what counts as a turn
+(buffering, blocking, cadence, failures surfacing), the messages and memory the model is sent
+(preamble, floor, attachments, read-only, recall guidance) and the tools it is offered
+(``memory_tool``, ``retrieval.code_mode``), and where the thread is kept (``scope``). The
+per-kind ``observation.activate_*`` overrides act on the same door inputs as the top-level
+options run here, so they stay in the walk.
+
+The doors:
 
 - ``agent``: ``create_agent`` with :class:`ObservationalMemoryMiddleware`;
 - ``graph``: a ``StateGraph`` with :func:`add_observational_memory` (its model node binds
@@ -14,10 +27,11 @@ Each cell either changes what the door shows (:func:`trace`: what the agent's mo
 and offered, the Observer and Reflector calls, the events, the record and the archive), or is
 refused when the door is built (an ``OMConfigError`` naming the option), or is listed in
 :data:`NOT_APPLICABLE` with the reason the door has no such moment (e.g. no model call of its
-own to overflow). Every message carries an id.
-
-TODO(ids-absent): a column with id-less messages on the history and standalone doors, once
-the id-less fix in ``_plans/buffer.py`` / ``history.py`` is merged.
+own to overflow). Every cell runs in two columns (:data:`IDS`): every message written with an
+id, and every message written without one: the agent and graph doors get id-less input (and
+an id-less reply from the model) and LangGraph's reducer gives them ids; the history gets
+``add_user_message`` / ``add_ai_message``; ``add_messages`` gets role tuples and id-less
+messages. The verdict (changes, refused, not applicable) is the same in both columns.
 """
 
 from __future__ import annotations
@@ -42,7 +56,7 @@ from langchain_om import (
     ObservationalMemoryMiddleware,
     add_observational_memory,
 )
-from langchain_om.errors import OMConfigError
+from langchain_om.errors import CycleFailedError, OMConfigError
 from langchain_om.graph import ObservationalMemoryGraphState
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
 from tests.helpers import Clock
@@ -77,16 +91,29 @@ class Script:
     """Run the queued background work after each turn."""
     tool_at: int | None = None
     """Turn at which the agent's model calls the ``memory`` tool when it is offered."""
+    observer_fails: bool = False
+    """Every Observer call raises (``observation.failure_policy``)."""
 
 
-def _human(i: int) -> HumanMessage:
+def _human(i: int, ids: bool) -> HumanMessage:
     text = f"turn {i}: I like topic {i} " + "words " * 40
-    return HumanMessage([{"type": "text", "text": text}, IMAGE] if i == 1 else text, id=f"h{i}")
+    content: Any = [{"type": "text", "text": text}, IMAGE] if i == 1 else text
+    return HumanMessage(content, id=f"h{i}" if ids else None)
 
 
-def _reply(i: int, script: Script) -> AIMessage:
+def _reply(i: int, script: Script, ids: bool) -> AIMessage:
     usage: Any = USAGE if script.usage else None
-    return AIMessage(f"noted {i}: topic {i} " + "more " * 30, id=f"a{i}", usage_metadata=usage)
+    text = f"noted {i}: topic {i} " + "more " * 30
+    return AIMessage(text, id=f"a{i}" if ids else None, usage_metadata=usage)
+
+
+def _idless_turn(i: int, script: Script) -> list[Any]:
+    """Turn ``i`` as an application without ids writes it: role tuples where they fit."""
+    human, reply = _human(i, False), _reply(i, script, False)
+    return [
+        ("user", human.content) if isinstance(human.content, str) else human,
+        reply if reply.usage_metadata else ("assistant", reply.content),
+    ]
 
 
 def _turn_of(messages: list[BaseMessage]) -> int:
@@ -99,8 +126,8 @@ def _turn_of(messages: list[BaseMessage]) -> int:
 class _Actor:
     """The agent's model: replies to each turn, overflows or calls the memory tool on cue."""
 
-    def __init__(self, script: Script) -> None:
-        self.script = script
+    def __init__(self, script: Script, ids: bool) -> None:
+        self.script, self.ids = script, ids
         self.overflowed = False
         self.models = [
             FunctionChatModel(function=self, provider=p, model=m, model_name=m) for p, m in ACTORS
@@ -114,8 +141,8 @@ class _Actor:
         offered = {t["function"]["name"] for t in info.tools}
         if i == self.script.tool_at and "memory" in offered and messages[-1].type == "human":
             call = {"name": "memory", "args": {"action": "find", "query": "topic"}, "id": f"c{i}"}
-            return AIMessage("", tool_calls=[call], id=f"t{i}")
-        return _reply(i, self.script)
+            return AIMessage("", tool_calls=[call], id=f"t{i}" if self.ids else None)
+        return _reply(i, self.script, self.ids)
 
     def model(self, i: int) -> FunctionChatModel:
         switched = self.script.switch_actor_at is not None and i >= self.script.switch_actor_at
@@ -192,20 +219,25 @@ class _Driver:
         return self.agents[key]
 
     def turn(self, i: int) -> None:
-        model = self.actor.model(i)
-        if self.door == "agent":
-            self._agent(model).invoke({"messages": [_human(i)]}, self.config)
+        model, ids, script = self.actor.model(i), self.actor.ids, self.actor.script
+        human = _human(i, ids)
+        if self.door == "agent":  # id-less input: LangGraph's reducer gives it an id
+            self._agent(model).invoke({"messages": [human]}, self.config)
         elif self.door == "graph":
             config = {"configurable": {**self.config["configurable"], "actor_model": model}}
-            self.app.invoke({"messages": [_human(i)]}, config)
+            self.app.invoke({"messages": [human]}, config)
         elif self.door == "history":
             history = self.histories[self.actor.models.index(model)]
-            self.seen.append([_show(m) for m in [*history.messages, _human(i)]])
-            history.add_messages([_human(i), _reply(i, self.actor.script)])
+            self.seen.append([_show(m) for m in [*history.messages, human]])
+            if ids:
+                history.add_messages([human, _reply(i, script, ids)])
+            else:  # the BaseChatMessageHistory helpers build id-less messages
+                history.add_user_message(human.content if isinstance(human.content, str) else human)
+                reply = _reply(i, script, ids)
+                history.add_ai_message(reply if reply.usage_metadata else reply.text)
         else:
-            snap = self.memory.add_messages(
-                "t", [_human(i), _reply(i, self.actor.script)], resource_id="u", actor_model=model
-            )
+            turn = [human, _reply(i, script, ids)] if ids else _idless_turn(i, script)
+            snap = self.memory.add_messages("t", turn, resource_id="u", actor_model=model)
             self.seen.append([_show(m) for m in self.memory.get_context(thread_id="t")])
             assert snap.record is not None
 
@@ -222,10 +254,16 @@ class _Driver:
         return [record, window, archive]
 
 
-def trace(door: Door, script: Script, options: dict[str, Any]) -> str:
-    """Run ``script`` on ``door`` with ``options`` and return what can be observed."""
+def trace(door: Door, script: Script, options: dict[str, Any], *, ids: bool = True) -> str:
+    """Run ``script`` on ``door`` with ``options`` and return what can be observed.
+
+    ``ids=False`` writes every message without an id (the door, or LangGraph's reducer on the
+    agent and graph doors, gives it one); ids in the trace read ``<id>`` either way.
+    """
     base = memory_model()
-    observer = FunctionChatModel(function=base.function, model_name="observer")
+    observer = FunctionChatModel(
+        function=_failing if script.observer_fails else base.function, model_name="observer"
+    )
     reflector = FunctionChatModel(function=base.function, model_name="reflector")
     opts: dict[str, Any] = {
         "observation": {"model": observer, "message_tokens": 700, "buffer_tokens": 200},
@@ -247,7 +285,7 @@ def trace(door: Door, script: Script, options: dict[str, Any]) -> str:
     memory = ObservationalMemory(
         opts, clock=clock, background="manual", sleep=lambda s: None, on_debug_event=events.append
     )
-    actor = _Actor(script)
+    actor = _Actor(script, ids)
     driver = _Driver(door, memory, actor)
     out: list[Any] = []
     for i in range(script.turns):
@@ -255,8 +293,8 @@ def trace(door: Door, script: Script, options: dict[str, Any]) -> str:
             clock.now += timedelta(minutes=20)
         try:
             driver.turn(i)
-        except ContextOverflowError:
-            out.append(f"turn {i} raised ContextOverflowError")
+        except (ContextOverflowError, CycleFailedError) as exc:
+            out.append(f"turn {i} raised {type(exc).__name__}")
             break
         if script.background:
             memory.run_background()
@@ -308,6 +346,10 @@ def _noop(ctx: Any) -> None:
     return None
 
 
+def _failing(messages: list[BaseMessage], info: RecordedCall) -> Any:
+    raise RuntimeError("observer down")
+
+
 @dataclass(frozen=True)
 class Row:
     """Setting ``option`` from ``before`` to ``after`` on each door, along ``script``."""
@@ -323,6 +365,13 @@ WIDE = {"observation": {"message_tokens": 3_000}, "reflection": {"observation_to
 """A threshold these turns never reach: buffered chunks wait for an early activation."""
 IDLE = Script(WIDE, idle_gap_at=6, turns=8)
 SWITCH = Script(WIDE, switch_actor_at=6, turns=8)
+FAILING = Script(NO_BUFFER.options, observer_fails=True)
+REFLECT_IDLE = Script(idle_gap_at=7, turns=8)
+"""A reflection is buffered from turn 6 (its log below the threshold), then the clock jumps."""
+REFLECT_SWITCH = Script(switch_actor_at=7, turns=8)
+SMALL_LOG = Script(_ref(observation_tokens=200))
+"""The first activation takes the log (about 260 tokens) past the reflection threshold and
+its default ``block_after`` (240) at once: it reflects synchronously."""
 
 ROWS: list[Row] = [
     Row("enabled", {}, {"enabled": False}),
@@ -356,11 +405,22 @@ ROWS: list[Row] = [
     Row("hooks.after_observation", {}, {"hooks": {"after_observation": _with_line}}),
     Row("hooks.before_reflection", {}, {"hooks": {"before_reflection": _with_line}}),
     Row("hooks.after_reflection", {}, {"hooks": {"after_reflection": _with_line}}),
+    Row("observation.failure_policy", {}, _obs(failure_policy="raise"), FAILING),
+    Row("scope", {}, {"scope": "resource"}),
+    Row("preamble", {}, {"preamble": "What you remember:\n{observations}"}),
+    Row("retrieval.instructions", {"retrieval": True}, {"retrieval": {"instructions": "Hm."}}),
+    Row("retrieval.code_mode", {"retrieval": True}, {"retrieval": {"code_mode": True}}),
+    Row("cadence.every_n_turns", {}, {"cadence": {"every_n_turns": 3}}),
+    Row("cadence.session_end", {}, {"cadence": {"session_end": True}}),
+    # the first activation's log (about 260 of 300 tokens) starts a buffered reflection at 0.5
+    Row("reflection.buffer_activation", {}, _ref(buffer_activation=0.9)),
+    Row("reflection.block_after", {}, _ref(block_after=1_000), SMALL_LOG),
+    Row("reflection.activate_after_idle", {}, _ref(activate_after_idle="5m"), REFLECT_IDLE),
     Row(
-        "reflection.buffer_activation",
+        "reflection.activate_on_provider_change",
         {},
-        _ref(buffer_activation=0.9),
-        Script({"reflection": {"observation_tokens": 1_500}}, turns=20),
+        _ref(activate_on_provider_change=True),
+        REFLECT_SWITCH,
     ),
 ]
 
@@ -386,45 +446,85 @@ NOT_APPLICABLE: dict[tuple[str, Door], str] = {
 """Cells where the door has no moment the option acts at, and why (nothing is lost)."""
 
 
-def _cells(kind: str) -> list[tuple[Row, Door]]:
-    cells = [(row, door) for row in ROWS for door in DOORS]
+Ids = Literal["ids", "no-ids"]
+IDS: tuple[Ids, ...] = ("ids", "no-ids")
+"""The two columns: every message written with an id, or every message without one."""
+
+Cell = tuple[Row, Door, Ids]
+
+
+def _cells(kind: str) -> list[Cell]:
+    cells = [(row, door, ids) for row in ROWS for door in DOORS for ids in IDS]
     if kind == "refused":
-        return [(r, d) for r, d in cells if (r.option, d) in REFUSED]
+        return [c for c in cells if (c[0].option, c[1]) in REFUSED]
     if kind == "n/a":
-        return [(r, d) for r, d in cells if (r.option, d) in NOT_APPLICABLE]
-    return [(r, d) for r, d in cells if (r.option, d) not in REFUSED | NOT_APPLICABLE.keys()]
+        return [c for c in cells if (c[0].option, c[1]) in NOT_APPLICABLE]
+    return [c for c in cells if (c[0].option, c[1]) not in REFUSED | NOT_APPLICABLE.keys()]
 
 
-def _id(cell: tuple[Row, Door]) -> str:
-    return f"{cell[0].option}@{cell[1]}"
+def _id(cell: Cell) -> str:
+    return f"{cell[0].option}@{cell[1]}-{cell[2]}"
 
 
-@pytest.mark.parametrize("door", DOORS)
-def test_the_script_is_deterministic_on_every_door(door: Door) -> None:
-    assert trace(door, Script(), {}) == trace(door, Script(), {})
+_BASELINES: dict[str, str] = {}
+
+
+def baseline(door: Door, script: Script, options: dict[str, Any], ids: Ids) -> str:
+    """:func:`trace` of a row's ``before`` side, computed once per process and script.
+
+    Many rows share a script and the defaults; the trace is deterministic (see
+    :func:`test_every_baseline_is_deterministic`), so it is reused.
+    """
+    key = repr((door, script, options, ids))  # hooks repr by identity: stable in a process
+    if key not in _BASELINES:
+        _BASELINES[key] = trace(door, script, options, ids=ids == "ids")
+    return _BASELINES[key]
+
+
+def _baselines() -> list[tuple[Door, Row, Ids]]:
+    """The default script on every door with ids; every row's baseline without them."""
+    seen: dict[str, Row] = {}
+    for row in ROWS:
+        seen.setdefault(repr((row.script, row.before)), row)
+    defaults = Row("defaults", {}, {})
+    cases: list[tuple[Door, Row, Ids]] = [(door, defaults, "ids") for door in DOORS]
+    return cases + [(door, row, "no-ids") for row in seen.values() for door in DOORS]
+
+
+@pytest.mark.parametrize(
+    "case", _baselines(), ids=lambda c: f"{c[1].option}-baseline@{c[0]}-{c[2]}"
+)
+def test_every_baseline_is_deterministic(case: tuple[Door, Row, Ids]) -> None:
+    """Reruns are identical: without ids, the fresh uuid4s given never leak into a trace, so a
+    cell's difference is the option's."""
+    door, row, ids = case
+    again = trace(door, row.script, row.before, ids=ids == "ids")
+    assert baseline(door, row.script, row.before, ids) == again
 
 
 @pytest.mark.parametrize("cell", _cells("changes"), ids=_id)
-def test_option_changes_behaviour_on_the_door(cell: tuple[Row, Door]) -> None:
-    row, door = cell
-    before, after = trace(door, row.script, row.before), trace(door, row.script, row.after)
-    assert before != after, f"{row.option} changed nothing the {door} door shows"
+def test_option_changes_behaviour_on_the_door(cell: Cell) -> None:
+    row, door, ids = cell
+    before = baseline(door, row.script, row.before, ids)
+    after = trace(door, row.script, row.after, ids=ids == "ids")
+    assert before != after, f"{row.option} changed nothing the {door} door shows ({ids})"
 
 
 @pytest.mark.parametrize("cell", _cells("refused"), ids=_id)
-def test_option_is_refused_when_the_door_is_built(cell: tuple[Row, Door]) -> None:
-    row, door = cell
+def test_option_is_refused_when_the_door_is_built(cell: Cell) -> None:
+    row, door, ids = cell
     with pytest.raises(OMConfigError) as caught:
-        trace(door, row.script, row.after)
+        trace(door, row.script, row.after, ids=ids == "ids")
     assert caught.value.option == row.option
     assert REFUSED[(row.option, door)] in caught.value.message
-    trace(door, row.script, row.before)  # the default stays accepted
+    baseline(door, row.script, row.before, ids)  # the default stays accepted
 
 
 @pytest.mark.parametrize("cell", _cells("n/a"), ids=_id)
-def test_option_without_a_moment_on_the_door_changes_nothing(cell: tuple[Row, Door]) -> None:
-    row, door = cell
-    assert trace(door, row.script, row.before) == trace(door, row.script, row.after)
+def test_option_without_a_moment_on_the_door_changes_nothing(cell: Cell) -> None:
+    row, door, ids = cell
+    before = baseline(door, row.script, row.before, ids)
+    assert before == trace(door, row.script, row.after, ids=ids == "ids")
 
 
 def test_every_row_is_an_option_of_the_walk() -> None:

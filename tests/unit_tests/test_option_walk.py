@@ -19,6 +19,13 @@ Options whose resource-scope behaviour thread scope's rows do not show (``reflec
 bounds the shared log shown) have a second row in :data:`RESOURCE_CHANGES`, run in resource scope;
 the options resource scope refuses are listed in :data:`RESOURCE_REFUSED`.
 
+The walk runs on one door (the engine's ``step``, and ``add_messages`` where a row says
+``standalone``), which proves the options whose effect does not depend on the door;
+``test_option_doors`` runs the options that act where a front door meets its host (the model
+call, the clock between turns, the turn's end, the context and tools the model gets) on each
+door, with and without message ids. An option is in the walk always, and in the door test
+too when it is door-specific.
+
 A new option without a row fails :func:`test_every_option_has_a_row`. To make a refused option
 work, drop its entry from ``langchain_om._unbuilt.UNBUILT`` and turn its ``Refused`` row into a
 ``Changes`` row.
