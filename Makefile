@@ -2,6 +2,9 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
+# pytest caches its rewritten test modules as bytecode; with PYTHONDONTWRITEBYTECODE set (as
+# some shells and images do) every worker rewrites and compiles all of them on every run.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install check lint format type test test-all notebooks bench bench-quick readme-tables
 
@@ -32,7 +35,7 @@ WORKERS ?= 2
 
 # The unit tests: no network sockets, no SQLite files or servers, well under a minute.
 test:
-	$(PYTEST) -q -n $(WORKERS) tests/unit_tests
+	$(PYTEST) -q -n $(WORKERS) --dist worksteal tests/unit_tests
 
 # Every test (unit and integration: SQLite files, PostgreSQL, the local model, notebooks,
 # examples, the CLI, long runs, benchmark smoke), with coverage of the package and its floor.

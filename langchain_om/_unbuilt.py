@@ -7,7 +7,7 @@ what to use instead. Each entry says which values are refused: values that give 
 behaviour anyway (the default, ``False``) stay accepted.
 
 Whoever makes one of these options work removes its entry in the same change, and adds the
-option's behaviour to the option walk in ``tests/unit_tests/test_option_walk.py``.
+option's behaviour to the option walk in ``tests/integration_tests/test_option_walk.py``.
 """
 
 from __future__ import annotations

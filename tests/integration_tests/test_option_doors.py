@@ -60,7 +60,7 @@ from langchain_om.errors import CycleFailedError, OMConfigError
 from langchain_om.graph import ObservationalMemoryGraphState
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
 from tests.helpers import Clock
-from tests.unit_tests.test_option_walk import option_paths
+from tests.integration_tests.test_option_walk import option_paths
 
 Door = Literal["agent", "graph", "history", "standalone"]
 DOORS: tuple[Door, ...] = ("agent", "graph", "history", "standalone")
