@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -361,3 +362,18 @@ FACT_THINGS = (
 FACT_VERBS = "bought repaired painted borrowed sold shipped ordered returned visited booked".split()
 FACT_ADJECTIVES = "red quiet heavy old narrow bright wooden small spare rented".split()
 """Word lists for scripted turns that say something an Observer can ground its lines in."""
+
+
+class Overflowing:
+    """An agent model whose call overflows once its prompt holds more than ``limit`` messages."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.sizes: list[int] = []
+
+    def __call__(self, messages: list[BaseMessage], info: RecordedCall) -> str:
+        conversation = [m for m in messages if m.type != "system"]
+        self.sizes.append(len(conversation))
+        if len(conversation) > self.limit:
+            raise ContextOverflowError("prompt is too long: maximum context length exceeded")
+        return "Noted."

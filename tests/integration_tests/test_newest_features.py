@@ -50,7 +50,7 @@ from langchain_om.events import (
 )
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
 from langchain_om.tools import create_recall_tool
-from tests.helpers import FIXED
+from tests.helpers import FIXED, Overflowing
 
 Door = Literal["standalone", "history", "agent", "graph"]
 DOORS: tuple[Door, ...] = ("standalone", "history", "agent", "graph")
@@ -298,21 +298,6 @@ def test_hints_that_are_off_are_asked_for_kept_and_shown_nowhere(
 
 
 # -- observe_on_context_overflow and observe(force) -----------------------------------------------
-
-
-class Overflowing:
-    """An agent model whose call overflows once its prompt holds more than ``limit`` messages."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.sizes: list[int] = []
-
-    def __call__(self, messages: list[BaseMessage], info: RecordedCall) -> str:
-        conversation = [m for m in messages if m.type != "system"]
-        self.sizes.append(len(conversation))
-        if len(conversation) > self.limit:
-            raise ContextOverflowError("prompt is too long: maximum context length exceeded")
-        return "Noted."
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

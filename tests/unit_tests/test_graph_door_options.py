@@ -25,7 +25,7 @@ from langgraph.types import Command
 from langchain_om import ObservationalMemory, add_observational_memory
 from langchain_om.events import ContextOverflowEvent, OMEvent, StatusEvent
 from langchain_om.testing import FunctionChatModel, RecordedCall, memory_model
-from tests.helpers import FIXED, archived_ids, build_agent, lookup
+from tests.helpers import FIXED, Overflowing, archived_ids, build_agent, lookup
 
 Mode = Literal["sync", "async"]
 MODES: tuple[Mode, ...] = ("sync", "async")
@@ -246,22 +246,7 @@ def test_usage_metadata_observes_as_the_agent_door_does(
 # -- context overflow -------------------------------------------------------------------------
 
 
-class _Overflowing:
-    """A model whose context holds at most ``limit`` conversation messages."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.sizes: list[int] = []
-
-    def __call__(self, messages: list[BaseMessage], info: RecordedCall) -> str:
-        conversation = [m for m in messages if m.type != "system"]
-        self.sizes.append(len(conversation))
-        if len(conversation) > self.limit:
-            raise ContextOverflowError("prompt is too long: maximum context length exceeded")
-        return "Noted."
-
-
-def _overflow_graph(memory: ObservationalMemory, overflowing: _Overflowing, subgraph: bool) -> Any:
+def _overflow_graph(memory: ObservationalMemory, overflowing: Overflowing, subgraph: bool) -> Any:
     llm = FunctionChatModel(function=overflowing)
 
     def call(state: MessagesState) -> dict[str, Any]:
@@ -298,7 +283,7 @@ def test_a_context_overflow_of_the_model_node_is_observed_away(
         buffer_tokens=False,
         observe_on_context_overflow=recover,
     )
-    overflowing = _Overflowing(limit=4)
+    overflowing = Overflowing(limit=4)
     graph = _overflow_graph(memory, overflowing, subgraph)
     if not recover:
         with pytest.raises(ContextOverflowError):
@@ -323,7 +308,7 @@ def test_a_context_overflow_of_the_model_node_is_observed_away(
 def test_a_subgraph_model_node_stays_a_subgraph(tmp_path: Path) -> None:
     # Wrapped for the overflow retry, the node still shows LangGraph its subgraph.
     memory = _open(tmp_path, [], buffer_tokens=False)
-    graph = _overflow_graph(memory, _Overflowing(limit=99), subgraph=True)
+    graph = _overflow_graph(memory, Overflowing(limit=99), subgraph=True)
     assert "model:call" in graph.get_graph(xray=True).nodes
     out = graph.invoke({"messages": [HumanMessage(STOPS[0])]}, CONFIG)
     assert out["messages"][-1].text == "Noted."
@@ -333,7 +318,7 @@ def test_a_subgraph_model_node_stays_a_subgraph(tmp_path: Path) -> None:
 def test_an_overflow_with_nothing_to_free_propagates(tmp_path: Path) -> None:
     events: list[OMEvent] = []
     memory = _open(tmp_path, events, message_tokens=30_000, buffer_tokens=False)
-    overflowing = _Overflowing(limit=0)
+    overflowing = Overflowing(limit=0)
     graph = _overflow_graph(memory, overflowing, subgraph=False)
     with pytest.raises(ContextOverflowError):
         graph.invoke({"messages": [HumanMessage(STOPS[0])]}, CONFIG)
