@@ -57,9 +57,9 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import count_tokens_approximately
 
+from langchain_om._core.encodings import load_encoding
 from langchain_om._core.token_cache import clear_text_memo
 from langchain_om._core.tokens import TokenCounter
-from langchain_om._tiktoken_offline import load_encoding
 
 WORDS = (
     "the of and to in a is that for it as was with be by on not he I this are or his from "

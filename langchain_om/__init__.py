@@ -29,7 +29,6 @@ from langchain_om._core.render import MemoryContext
 from langchain_om._core.tokens import TokenCounter
 from langchain_om._core.types import OMRecord
 from langchain_om._plans.types import TurnOutcome
-from langchain_om._version import __version__
 from langchain_om.config import (
     Hooks,
     ModelSettings,
@@ -60,6 +59,10 @@ from langchain_om.history import ObservationalChatMessageHistory
 from langchain_om.middleware import ObservationalMemoryMiddleware
 from langchain_om.models import ModelByInputTokens, ModelWithRetries
 from langchain_om.tools import create_recall_tool
+
+__version__ = (
+    "0.1.0"  # hatch reads it at build time; `langchain-om --version` asks the installed package
+)
 
 __all__ = [
     "CallableTokenCounter",

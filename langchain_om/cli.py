@@ -34,11 +34,12 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from importlib.metadata import version
 from typing import NoReturn
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from langchain_om._cli_backend import (
+from langchain_om._cli.backend import (
     EXTRACTIVE_THRESHOLDS,
     LOCAL_THRESHOLDS,
     SCRIPTED_THRESHOLDS,
@@ -46,7 +47,7 @@ from langchain_om._cli_backend import (
     open_backend,
     open_memory,
 )
-from langchain_om._cli_console import (
+from langchain_om._cli.console import (
     Console,
     Spinner,
     enable_line_editing,
@@ -55,10 +56,9 @@ from langchain_om._cli_console import (
     plural,
     read_line,
 )
-from langchain_om._cli_inspect import inspect_thread, summary
-from langchain_om._cli_replay import ReplayFormatError, load_conversation
-from langchain_om._cli_storage import CLIError, check_db, shown
-from langchain_om._version import __version__
+from langchain_om._cli.inspection import inspect_thread, summary
+from langchain_om._cli.replay import ReplayFormatError, load_conversation
+from langchain_om._cli.storage import CLIError, check_db, shown
 from langchain_om.config import ObservationConfig, ReflectionConfig
 from langchain_om.display import render_windows
 from langchain_om.engine import ObservationalMemory, ThreadSnapshot
@@ -409,7 +409,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"langchain-om {__version__}")
+    parser.add_argument(
+        "--version", action="version", version=f"langchain-om {version('langchain-om')}"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="{chat,replay,inspect,eval}")
     chat = sub.add_parser("chat", parents=[common, models], help="interactive chat with memory")
     chat.set_defaults(handler=cmd_chat)

@@ -9,8 +9,8 @@ frozen pydantic models that accept snake_case names and Mastra's camelCase keys
 Every problem is reported at construction as :class:`~langchain_om.errors.OMConfigError`, whose
 ``option`` is the dotted snake_case path of the bad option (``"observation.buffer_tokens"``;
 for an unknown key, the key as written) and whose message says how to fix it. The option
-groups are defined in :mod:`langchain_om._config_parts` and the validation helpers in
-:mod:`langchain_om._config_rules`; this module holds the top-level config, the rules that span
+groups are defined in :mod:`langchain_om._config.parts` and the validation helpers in
+:mod:`langchain_om._config.rules`; this module holds the top-level config, the rules that span
 groups, and the public names of all of them.
 
 Derived values (absolute token thresholds, inherited settings, the effective models) are
@@ -37,7 +37,7 @@ from pydantic import (
     model_validator,
 )
 
-from langchain_om._config_parts import (
+from langchain_om._config.parts import (
     CadenceConfig,
     ContinuationHints,
     Hooks,
@@ -52,7 +52,7 @@ from langchain_om._config_parts import (
     SpendConfig,
     parse_duration,
 )
-from langchain_om._config_rules import (
+from langchain_om._config.rules import (
     InvalidOption,
     brief,
     canonical_keys,
@@ -65,7 +65,7 @@ from langchain_om._config_rules import (
 )
 from langchain_om._core.acceptance import OBSERVATION_CAP_FACTOR, observation_limit
 from langchain_om._core.observer_prompts import HintSwitch
-from langchain_om._providers import DEFAULT_MODEL
+from langchain_om._engine.providers import DEFAULT_MODEL
 from langchain_om.errors import OMConfigError
 
 __all__ = [

@@ -5,7 +5,7 @@ One object holds the validated options, the models, the token counter and the st
 door drives the same turn plan through it; the standalone methods (``observe``, ``reflect``,
 ``status``, ``get_context`` and their ``a*`` twins) keep a thread's record and message window in
 the store so the engine works with no graph at all (they live in
-:mod:`langchain_om._engine_standalone`, which the class inherits).
+:mod:`langchain_om._engine.standalone`, which the class inherits).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore
 
-from langchain_om._actor import ActorEnvs
-from langchain_om._backends import OpenedStorage, OpensStorage
+from langchain_om._config.shortcuts import BufferTokens, Threshold, fold_shortcuts
+from langchain_om._config.spec_check import check_engine_args
 from langchain_om._core.callable_tokens import MessageCounter, as_token_counter
 from langchain_om._core.dates import iso
 from langchain_om._core.recall import recall_instructions
@@ -31,16 +31,18 @@ from langchain_om._core.redact import redacted_logger
 from langchain_om._core.render import MemoryContext, render_memory
 from langchain_om._core.tokens import TokenCounter
 from langchain_om._core.types import OMRecord
-from langchain_om._default_model import with_default_model
-from langchain_om._engine_io import (
+from langchain_om._engine.actor import ActorEnvs
+from langchain_om._engine.default_model import with_default_model
+from langchain_om._engine.io import (
     EndTurnOptions,
     Runs,
     StepOptions,
     ThreadSnapshot,
     as_messages,
 )
-from langchain_om._engine_standalone import StandaloneCalls
-from langchain_om._logging import log_event
+from langchain_om._engine.logs import log_event
+from langchain_om._engine.role_models import RoleModels
+from langchain_om._engine.standalone import StandaloneCalls
 from langchain_om._plans.background import Background
 from langchain_om._plans.graph_state import groups_to_store, state_record_plan
 from langchain_om._plans.resource import ResourceHandler
@@ -54,11 +56,9 @@ from langchain_om._plans.types import TurnEnv, TurnInput, TurnOutcome, require_t
 from langchain_om._plans.working_memory import (
     working_memory_text,
 )
-from langchain_om._role_models import RoleModels
-from langchain_om._run_store import load_tokenizer
-from langchain_om._shortcuts import BufferTokens, Threshold, fold_shortcuts
-from langchain_om._spec_check import check_engine_args
-from langchain_om._store_index import EmbeddingsSpec, check_vector_store, default_store
+from langchain_om._storage.backends import OpenedStorage, OpensStorage
+from langchain_om._storage.run_store import load_tokenizer
+from langchain_om._storage.store_index import EmbeddingsSpec, check_vector_store, default_store
 from langchain_om.config import ObservationalMemoryConfig, RetrievalConfig
 from langchain_om.errors import OMConfigError, OMUsageError
 from langchain_om.events import OMEvent

@@ -20,8 +20,8 @@ checkpointer persists it and time travel or a fork rewinds memory with the messa
 
 With ``observation.observe_on_context_overflow`` (on by default) the model node is wrapped:
 when it raises ``ContextOverflowError``, memory observes what is pending and the node runs
-once more on the smaller window (:mod:`langchain_om._graph_overflow`; a compiled subgraph as the
-model node is retried whole). A run whose config
+once more on the smaller window (:mod:`langchain_om._engine.graph_overflow`; a compiled subgraph as
+the model node is retried whole). A run whose config
 says ``configurable={"langchain_om": {"enabled": False}}`` skips memory: the gate only takes
 memory's message out of ``messages`` and routes straight to the model node.
 
@@ -52,10 +52,10 @@ from langgraph.graph import END, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command
 
-from langchain_om._engine_io import EndTurnOptions
-from langchain_om._graph_commands import redirect_commands, route_commands_through
-from langchain_om._graph_edges import dead_ends, reroute_edges
-from langchain_om._graph_overflow import wrap_model_node
+from langchain_om._engine.graph_commands import redirect_commands, route_commands_through
+from langchain_om._engine.graph_edges import dead_ends, reroute_edges
+from langchain_om._engine.graph_overflow import wrap_model_node
+from langchain_om._engine.io import EndTurnOptions
 from langchain_om._plans.graph_state import (
     WindowSplit,
     memory_enabled,
@@ -70,7 +70,7 @@ from langchain_om._plans.graph_state import (
     step_number,
 )
 from langchain_om._plans.types import TurnOutcome
-from langchain_om._run_store import require_checkpointer, run_store
+from langchain_om._storage.run_store import require_checkpointer, run_store
 from langchain_om.engine import ObservationalMemory
 from langchain_om.errors import OMUsageError
 from langchain_om.events import OMEvent

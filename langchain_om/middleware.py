@@ -36,8 +36,9 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from langchain_om._config.shortcuts import BufferTokens, Threshold
 from langchain_om._core.render import text_parts
-from langchain_om._engine_io import EndTurnOptions
+from langchain_om._engine.io import EndTurnOptions
 from langchain_om._plans.graph_state import (
     memory_enabled,
     run_configurable,
@@ -47,8 +48,7 @@ from langchain_om._plans.graph_state import (
     step_number,
 )
 from langchain_om._plans.types import TurnOutcome
-from langchain_om._run_store import require_checkpointer, run_store
-from langchain_om._shortcuts import BufferTokens, Threshold
+from langchain_om._storage.run_store import require_checkpointer, run_store
 from langchain_om.config import RetrievalConfig
 from langchain_om.engine import ObservationalMemory
 from langchain_om.errors import OMConfigError

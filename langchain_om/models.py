@@ -14,8 +14,8 @@ A *model spec* says which chat model a role uses. It is one of:
 :class:`~langchain_om.retry.ModelAttempt` list for one call, and
 :func:`~langchain_om.retry.invoke_model` / :func:`~langchain_om.retry.ainvoke_model` run it with
 retries and fallbacks. Building models from strings, provider names and the mapping of settings
-to each provider's keyword names live in ``langchain_om._providers``; the public functions are
-importable from here.
+to each provider's keyword names live in ``langchain_om._engine.providers``; the public functions
+are importable from here.
 
 Example:
     >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
@@ -37,7 +37,7 @@ from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableBinding
 
-from langchain_om._providers import (
+from langchain_om._engine.providers import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     DEFAULT_MODEL,
     apply_settings,

@@ -32,7 +32,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langchain_om._chat_model import AnsweringChatModel
+from langchain_om._engine.chat_model import AnsweringChatModel
 
 __all__ = ["ExtractiveObserver", "OBSERVER_LABEL", "extractive_observer"]
 

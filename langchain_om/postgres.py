@@ -30,7 +30,7 @@ from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from langchain_om._threaded import ThreadedAsyncSaver
+from langchain_om._storage.threaded import ThreadedAsyncSaver
 from langchain_om.errors import OMConfigError
 
 _Pool = TypeVar("_Pool", ConnectionPool[Any], AsyncConnectionPool[Any])

@@ -18,7 +18,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.base import IndexConfig, Op, Result
 from langgraph.store.sqlite import SqliteStore
 
-from langchain_om._threaded import ThreadedAsyncSaver
+from langchain_om._storage.threaded import ThreadedAsyncSaver
 from langchain_om.errors import OMConfigError
 
 __all__ = ["SqliteMemorySaver", "SqliteMemoryStore", "open_sqlite"]

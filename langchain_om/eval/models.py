@@ -29,10 +29,10 @@ from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.runnables import Runnable
 from pydantic import ConfigDict, PrivateAttr
 
-from langchain_om._call_modes import rebind_structured
-from langchain_om._chat_model import AnsweringChatModel
 from langchain_om._core.tokens import TokenCounter
 from langchain_om._core.truncation import cut_to_tokens
+from langchain_om._engine.call_modes import rebind_structured
+from langchain_om._engine.chat_model import AnsweringChatModel
 from langchain_om.eval.scoring import _stem, normalize_answer, token_f1
 from langchain_om.testing import FunctionChatModel, RecordedCall
 

@@ -25,7 +25,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from langchain_om._chat_model import AnsweringChatModel
+from langchain_om._engine.chat_model import AnsweringChatModel
 from langchain_om.testing._errors import ScriptExhaustedError
 from langchain_om.testing._replies import (
     RecordedCall,

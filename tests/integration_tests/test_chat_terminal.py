@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from langchain_om import ObservationalMemory
-from langchain_om._cli_backend import SCRIPTED_DELAY_ENV
+from langchain_om._cli.backend import SCRIPTED_DELAY_ENV
 from langchain_om.cli import CANCELLED_REPLY
 from langchain_om.testing import memory_model
 from tests.helpers import ROOT

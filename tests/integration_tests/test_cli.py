@@ -17,7 +17,7 @@ from langchain_core.messages import HumanMessage
 from pydantic import BaseModel
 
 from langchain_om import Extractor, ObservationalMemory
-from langchain_om._cli_console import Console
+from langchain_om._cli.console import Console
 from langchain_om.cli import main
 from langchain_om.errors import MissingProviderError
 from langchain_om.testing import FunctionChatModel, memory_model

@@ -10,7 +10,7 @@ one row in :data:`TABLE`:
   (messages and call settings), the events, the record, the window, the memory context and
   the tools.
 - :class:`Refused`: building the engine raises ``OMConfigError`` naming the option, the
-  limitation and the alternative (the options listed in ``langchain_om._unbuilt``). Values
+  limitation and the alternative (the options listed in ``langchain_om._config.unbuilt``). Values
   that stay accepted are listed too: ``observation.max_tokens_per_batch`` and
   ``obscure_thread_ids`` are refused in thread scope only; what they change in resource scope
   is tested in ``test_resource_scope`` (batches, hashed labels).
@@ -27,8 +27,8 @@ door, with and without message ids. An option is in the walk always, and in the 
 too when it is door-specific.
 
 A new option without a row fails :func:`test_every_option_has_a_row`. To make a refused option
-work, drop its entry from ``langchain_om._unbuilt.UNBUILT`` and turn its ``Refused`` row into a
-``Changes`` row.
+work, drop its entry from ``langchain_om._config.unbuilt.UNBUILT`` and turn its ``Refused`` row
+into a ``Changes`` row.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel
 
 from langchain_om import Extractor, ObservationalMemory
-from langchain_om._config_rules import nested_model
-from langchain_om._unbuilt import UNBUILT, UNBUILT_IN_RESOURCE_SCOPE
+from langchain_om._config.rules import nested_model
+from langchain_om._config.unbuilt import UNBUILT, UNBUILT_IN_RESOURCE_SCOPE
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import CycleFailedError, OMConfigError
 from langchain_om.testing import FunctionChatModel, HashEmbeddings, RecordedCall, memory_model

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from langchain_om import ObservationalMemory
-from langchain_om._actor import describe_actor
 from langchain_om._core.cache_ttl import CACHE_TTL_RULES, DEFAULT_TTL_MS, auto_ttl_ms
+from langchain_om._engine.actor import describe_actor
 from langchain_om.testing import ScriptedChatModel, memory_model
 
 MIN = 60_000

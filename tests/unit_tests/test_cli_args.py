@@ -16,8 +16,8 @@ from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
 from langchain_om import ObservationalMemory, __version__
-from langchain_om._cli_backend import open_backend
-from langchain_om._cli_console import Console, notices_through, plural
+from langchain_om._cli.backend import open_backend
+from langchain_om._cli.console import Console, notices_through, plural
 from langchain_om.cli import (
     ReplayFormatError,
     _over_notes,
@@ -114,7 +114,7 @@ def _args(*argv: str) -> argparse.Namespace:
 def test_base_url_uses_chat_openai_with_a_dummy_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     probed: list[str] = []
-    monkeypatch.setattr("langchain_om._cli_backend._check_base_url", probed.append)
+    monkeypatch.setattr("langchain_om._cli.backend._check_base_url", probed.append)
     with open_backend(_args("--base-url", "http://127.0.0.1:9/v1"), print) as backend:
         assert isinstance(backend.actor, ChatOpenAI)
         assert backend.actor.openai_api_base == "http://127.0.0.1:9/v1"

@@ -19,9 +19,9 @@ NOT_INSTALLED = {"langchain_google_genai", "langchain_anthropic"}
 @pytest.fixture(autouse=True)
 def _some_packages_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     """Google's and Anthropic's packages are missing, whatever this machine has."""
-    real = __import__("langchain_om._providers", fromlist=["_installed"])._installed
+    real = __import__("langchain_om._engine.providers", fromlist=["_installed"])._installed
     monkeypatch.setattr(
-        "langchain_om._providers._installed", lambda m: m not in NOT_INSTALLED and real(m)
+        "langchain_om._engine.providers._installed", lambda m: m not in NOT_INSTALLED and real(m)
     )
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
 

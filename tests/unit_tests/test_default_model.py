@@ -16,8 +16,8 @@ from collections.abc import Iterator
 import pytest
 
 from langchain_om import ObservationalMemory
-from langchain_om import _default_model as rule
-from langchain_om._cli_backend import open_backend
+from langchain_om._cli.backend import open_backend
+from langchain_om._engine import default_model as rule
 from langchain_om.cli import build_parser
 from langchain_om.errors import MissingProviderError
 from langchain_om.offline import ExtractiveObserver
@@ -69,7 +69,7 @@ def test_no_model_with_the_first_default_runnable_uses_it_without_a_word(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(
-        "langchain_om._providers._installed", lambda module: module != "nothing"
+        "langchain_om._engine.providers._installed", lambda module: module != "nothing"
     )  # langchain-google-genai "installed"
     monkeypatch.setenv("GEMINI_API_KEY", "test-not-a-key")
     with warnings.catch_warnings():
@@ -82,7 +82,7 @@ def test_no_model_with_the_first_default_runnable_uses_it_without_a_word(
 def test_a_package_without_its_key_is_passed_over_naming_the_key(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("langchain_om._providers._installed", lambda module: True)
+    monkeypatch.setattr("langchain_om._engine.providers._installed", lambda module: True)
     picked = rule.pick_default_model()
     assert picked.spec is None
     assert picked.passed_over == (

@@ -13,7 +13,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from langchain_om import ObservationalMemory
-from langchain_om._call_modes import SMALL_MODEL_FREQUENCY_PENALTY
+from langchain_om._engine.call_modes import SMALL_MODEL_FREQUENCY_PENALTY
 from langchain_om.errors import CycleFailedError, OMConfigError
 from langchain_om.testing import FunctionChatModel, memory_model
 

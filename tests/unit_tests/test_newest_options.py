@@ -29,7 +29,7 @@ from langchain_om._core.reflector import (
     reflector_system_prompt,
 )
 from langchain_om._core.render import MEMORY_PREAMBLE, memory_preamble
-from langchain_om._graph_overflow import applied, with_update
+from langchain_om._engine.graph_overflow import applied, with_update
 from langchain_om._plans.graph_state import memory_enabled, memory_removed, merge_memory
 from langchain_om._plans.titles import clean_title, with_pin
 from langchain_om.config import ObservationalMemoryConfig

@@ -15,7 +15,7 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 
 from langchain_om import ModelByInputTokens, ObservationalChatMessageHistory, ObservationalMemory
-from langchain_om._cli_receipts import receipts_data, receipts_text
+from langchain_om._cli.receipts import receipts_data, receipts_text
 from langchain_om._core.receipts import (
     cycle_receipts,
     find_line,

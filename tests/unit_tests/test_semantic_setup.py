@@ -11,7 +11,7 @@ import pytest
 from langgraph.store.memory import InMemoryStore
 
 from langchain_om import ObservationalMemory
-from langchain_om._backends import OpenedStorage
+from langchain_om._storage.backends import OpenedStorage
 from langchain_om.errors import OMConfigError, OMUsageError
 from langchain_om.testing import HashEmbeddings, memory_model
 from tests.helpers import search_facts

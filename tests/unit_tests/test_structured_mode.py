@@ -13,7 +13,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.messages.ai import UsageMetadata
 
 from langchain_om import ObservationalMemory
-from langchain_om._call_modes import STRUCTURED_META_KEY, _rendered, call_modes, served_locally
 from langchain_om._core.observer_prompts import (
     COMPACT_OBSERVER_SYSTEM_PROMPT,
     OBSERVER_SYSTEM_PROMPT,
@@ -26,6 +25,12 @@ from langchain_om._core.structured import (
     StructuredObserverOutput,
     StructuredReflectorOutput,
     reply_data,
+)
+from langchain_om._engine.call_modes import (
+    STRUCTURED_META_KEY,
+    _rendered,
+    call_modes,
+    served_locally,
 )
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import OMConfigError

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_om import _tiktoken_offline as offline
+from langchain_om._core import encodings as offline
 from langchain_om._core import token_cache, tokens
 from langchain_om._core.token_cache import CACHE_VERSION, read_cache_entry
 from langchain_om._core.tokens import (

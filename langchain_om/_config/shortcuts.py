@@ -19,7 +19,7 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel
 
-from langchain_om._config_parts import ObservationConfig, ReflectionConfig
+from langchain_om._config.parts import ObservationConfig, ReflectionConfig
 from langchain_om.errors import OMConfigError
 
 __all__ = ["GROUPED", "BufferTokens", "Threshold", "fold_shortcuts"]

@@ -3,7 +3,7 @@
 ``add_observational_memory`` sends every edge into the model node through ``om_gate``, and,
 with ``observation.buffer_on_idle``, every way the run can end through ``om_idle``: edges and
 path-map entries into ``END``, and the nodes with no way out at all (a run ends after them).
-Commands are rerouted by :mod:`langchain_om._graph_commands`.
+Commands are rerouted by :mod:`langchain_om._engine.graph_commands`.
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ ships the same files gzipped, so this module gunzips the bundled copy into that 
 (only when the cached file is missing or corrupt), then lets tiktoken load it as usual, with
 tiktoken's own hash check still on.
 
-This is the only module of the token counter that touches files. It lives outside
-``langchain_om._core`` on purpose (the core does no I/O); :mod:`langchain_om._core.tokens`
-imports it lazily, the first time a counter needs an encoding.
+This is the core's one exception to "no I/O": a cache fill of package data, idempotent and
+done at most once per encoding, with no network. :mod:`langchain_om._core.tokens` imports it
+lazily, the first time a counter needs an encoding, so every other core function stays pure.
 
 It never calls tiktoken for an encoding whose file is neither cached nor bundled, because
 tiktoken would then go to the network: :func:`load_encoding` raises

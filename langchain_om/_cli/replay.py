@@ -16,7 +16,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_om._jsonl import json_objects
+from langchain_om._storage.jsonl import json_objects
 from langchain_om.errors import ObservationalMemoryError
 
 

@@ -27,9 +27,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_om import local
-from langchain_om._cli_console import clip, one_line
-from langchain_om._cli_storage import CONNECT_TIMEOUT_S, CLIError, open_db
-from langchain_om._default_model import pick_default_model
+from langchain_om._cli.console import clip, one_line
+from langchain_om._cli.storage import CONNECT_TIMEOUT_S, CLIError, open_db
+from langchain_om._engine.default_model import pick_default_model
 from langchain_om.engine import ObservationalMemory
 from langchain_om.errors import MissingProviderError, ObservationalMemoryError, OMUsageError
 from langchain_om.events import OMEvent
@@ -140,7 +140,7 @@ def open_backend(args: argparse.Namespace, say: Callable[[str], None]) -> Iterat
     """Pick the models from the options and the environment (starts the local model if so).
 
     With no ``--model``, the models follow the library's rule for a memory that names no model
-    (:mod:`langchain_om._default_model`): the first default that can run here, else the
+    (:mod:`langchain_om._engine.default_model`): the first default that can run here, else the
     offline extractive Observer (``chat`` answers with the bundled local model then).
     """
     if args.scripted:

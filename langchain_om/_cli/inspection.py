@@ -14,8 +14,8 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from langchain_om._cli_receipts import receipts_data, receipts_text
-from langchain_om._cli_storage import CLIError, shown
+from langchain_om._cli.receipts import receipts_data, receipts_text
+from langchain_om._cli.storage import CLIError, shown
 from langchain_om.display import render_text
 from langchain_om.engine import ObservationalMemory, ThreadSnapshot
 

@@ -2,7 +2,7 @@
 
 :class:`RoleModels` turns a ``ModelCall`` effect into the role's attempt list (model spec,
 sampling settings, provider options of ``observation``/``reflection``, and each attempt's
-output mode and prompt variant, see :mod:`langchain_om._call_modes`) and calls it with the
+output mode and prompt variant, see :mod:`langchain_om._engine.call_modes`) and calls it with the
 engine's retry policy, blocking or async. Every call is streamed and stopped as soon as the
 reply loops or reaches the call's output budget (:mod:`langchain_om._core.loop_cut`).
 """
@@ -17,10 +17,10 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.constants import TAG_NOSTREAM
 
-from langchain_om._call_modes import adapt_attempt, small_model
 from langchain_om._core.loop_cut import StreamCut
 from langchain_om._core.observer_input import AttachmentPolicy
 from langchain_om._core.schemas import StructuredRequest, schema_title
+from langchain_om._engine.call_modes import adapt_attempt, small_model
 from langchain_om._plans.effects import ModelCall
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.models import RunContext, plan_attempts

@@ -4,7 +4,7 @@
 ``observe``, ``reflect``, ``status``, ``forget``, the working memory, ``get_context`` and the
 archive reads, each with its ``a*`` twin. Each builds a plan (a thread's record and message
 window are kept in the store, so no graph is needed) and runs it through the engine's
-:class:`~langchain_om._engine_io.Runs`.
+:class:`~langchain_om._engine.io.Runs`.
 """
 
 from __future__ import annotations
@@ -16,19 +16,13 @@ from typing import Any, cast
 from langchain_core.messages import BaseMessage, MessageLikeRepresentation
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from langchain_om._actor import ActorEnvs
-from langchain_om._checkpoint_view import (
-    aread_graph_thread,
-    athread_ids,
-    read_graph_thread,
-    thread_ids,
-)
-from langchain_om._control import refuse_in_read_only
 from langchain_om._core.dates import iso
 from langchain_om._core.record import coerce_record
 from langchain_om._core.tokens import TokenCounter
 from langchain_om._core.types import OMRecord
-from langchain_om._engine_io import Runs, ThreadSnapshot, as_messages, context_messages
+from langchain_om._engine.actor import ActorEnvs
+from langchain_om._engine.control import refuse_in_read_only
+from langchain_om._engine.io import Runs, ThreadSnapshot, as_messages, context_messages
 from langchain_om._plans.effects import Plan
 from langchain_om._plans.recall import Caller, RecallInput, recall_plan
 from langchain_om._plans.resource_turn import shared_view_plan
@@ -43,6 +37,12 @@ from langchain_om._plans.working_memory import (
     update_working_memory_plan,
     with_working_memory,
     working_memory_value,
+)
+from langchain_om._storage.checkpoint_view import (
+    aread_graph_thread,
+    athread_ids,
+    read_graph_thread,
+    thread_ids,
 )
 from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import OMUsageError

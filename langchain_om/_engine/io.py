@@ -22,7 +22,6 @@ from langchain_core.messages import (
 )
 from langgraph.store.base import BaseStore
 
-from langchain_om._checkpoint_view import GraphThread
 from langchain_om._core.record import check_owner, new_record
 from langchain_om._core.render import MemoryContext
 from langchain_om._core.types import OMRecord
@@ -32,6 +31,7 @@ from langchain_om._plans.effects import Executor, Plan, run_async, run_sync, wai
 from langchain_om._plans.graph_state import merge_memory
 from langchain_om._plans.standalone import ThreadState
 from langchain_om._plans.types import TurnEnv, TurnOutcome
+from langchain_om._storage.checkpoint_view import GraphThread
 from langchain_om.display import render_html
 from langchain_om.errors import OMUsageError
 from langchain_om.events import OMEvent, StatusEvent, WindowUsage

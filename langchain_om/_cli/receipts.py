@@ -10,7 +10,7 @@ from typing import Any
 
 from langchain_om._core.line_edits import line_id
 from langchain_om._core.receipts import line_spans, savings
-from langchain_om._engine_io import ThreadSnapshot
+from langchain_om._engine.io import ThreadSnapshot
 from langchain_om.engine import ObservationalMemory
 
 __all__ = ["receipts_data", "receipts_text"]

@@ -25,8 +25,8 @@ from langchain_core.language_models import BaseChatModel
 
 from langchain_om._core.record import coerce_record
 from langchain_om._core.types import OMRecord
+from langchain_om._engine.providers import ModelMemo, model_id
 from langchain_om._plans.types import TurnEnv
-from langchain_om._providers import ModelMemo, model_id
 from langchain_om.errors import OMConfigError
 
 __all__ = ["ActorEnvs", "ActorModel", "describe_actor"]

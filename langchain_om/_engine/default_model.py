@@ -19,7 +19,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_om._providers import check_model_string, missing_api_key, model_provider
+from langchain_om._engine.providers import check_model_string, missing_api_key, model_provider
 from langchain_om.config import ObservationalMemoryConfig, _caller_stacklevel
 from langchain_om.errors import MissingProviderError
 

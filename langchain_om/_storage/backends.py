@@ -16,7 +16,7 @@ from typing import Any, Self
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
-from langchain_om._store_index import EmbeddingsSpec, store_index
+from langchain_om._storage.store_index import EmbeddingsSpec, store_index
 from langchain_om.errors import OMConfigError
 from langchain_om.locks import PostgresThreadLock, SqliteThreadLock, ThreadLock
 

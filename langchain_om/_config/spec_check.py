@@ -1,6 +1,7 @@
 """Construction-time checks of the engine's arguments: model specs, timezone, clock, background.
 
-Options the engine does not honour yet are refused here too (see :mod:`langchain_om._unbuilt`).
+Options the engine does not honour yet are refused here too (see
+:mod:`langchain_om._config.unbuilt`).
 
 Everything that can be known before the first model call is checked when the memory is built,
 so a typo fails at ``ObservationalMemory(...)`` rather than 30 000 tokens later. Model strings
@@ -20,8 +21,8 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableBinding
 
-from langchain_om._providers import DEFAULT_MODEL, check_model_string
-from langchain_om._unbuilt import refuse_unbuilt
+from langchain_om._config.unbuilt import refuse_unbuilt
+from langchain_om._engine.providers import DEFAULT_MODEL, check_model_string
 from langchain_om.config import ObservationalMemoryConfig, _caller_stacklevel
 from langchain_om.errors import MissingProviderError, ModelResolutionError, OMConfigError
 from langchain_om.models import ModelByInputTokens, ModelWithRetries

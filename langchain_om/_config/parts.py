@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, Self, cast
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
 from pydantic.alias_generators import to_camel
 
-from langchain_om._config_rules import (
+from langchain_om._config.rules import (
     Fraction,
     InvalidOption,
     attachments_rule,
@@ -36,7 +36,7 @@ from langchain_om._config_rules import (
     tokens_or_fraction,
 )
 from langchain_om._core.observer_prompts import HintSwitch
-from langchain_om._providers import DEFAULT_MODEL
+from langchain_om._engine.providers import DEFAULT_MODEL
 from langchain_om.errors import OMConfigError
 
 # --- values --------------------------------------------------------------------------------
