@@ -8,6 +8,16 @@ fallback is told to ``on_retry`` as a :class:`RetryEvent`. The retry loop is a p
 generator that yields "call this model" and "sleep this long" steps) run by the shared drivers
 of :mod:`langchain_om._plans.effects`, so sync and async behave identically.
 
+Why not LangChain's ``with_retry``/``with_fallbacks`` or ``ModelRetryMiddleware``/
+``ModelFallbackMiddleware``: the middlewares wrap an agent's ``wrap_model_call`` (a
+``ModelRequest`` and its handler), while the Observer and the Reflector call their models
+outside any agent, and they write the retry loop twice (``time.sleep`` in the sync copy,
+``asyncio.sleep`` in the async one). Neither they nor ``with_retry`` (tenacity, retried by
+exception type only) honour a provider's ``Retry-After``, classify errors by HTTP status
+(``ModelRetryMiddleware``'s default retries every ``Exception``), report each retry and
+fallback as an event, or stream each attempt through a :class:`StreamCut` that stops a looping
+reply; the product needs all four.
+
 Example:
     >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
     >>> from langchain_om.models import ModelWithRetries, plan_attempts
