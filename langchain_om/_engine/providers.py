@@ -4,6 +4,12 @@
 names, with errors that say what to install or which key to set; :func:`apply_settings` binds
 sampling settings in each provider's own keyword names; :func:`model_id` gives a model's
 ``"provider/model"`` identity. The public names are importable from :mod:`langchain_om.models`.
+
+Why not ``init_chat_model`` alone (it is what builds the model here): it takes
+``"provider:model"`` with LangChain's provider names, while the product takes Mastra / AI SDK
+``"provider/model"`` strings; it infers ``gemini-*`` as ``google_vertexai`` where the default
+here is ``google_genai``; and it says neither which package to install nor which API key to
+set, nor maps sampling settings to each provider's own keyword names.
 """
 
 from __future__ import annotations
