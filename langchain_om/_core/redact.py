@@ -8,6 +8,11 @@ masked. The full exception belongs only in the Python logger and the hook's ``er
 and the logger gets it redacted too: every logger of the package carries
 :class:`RedactingFilter` (:func:`redacted_logger`), which masks the same secrets in log
 messages, their arguments and tracebacks.
+
+Why not LangChain's ``PIIMiddleware``: it rewrites the agent's own messages and tool results
+inside the agent loop, while :func:`redact_pii` masks only the text memory sends to the
+Observer, leaving the conversation untouched; its built-in detectors (email, credit card, IP,
+MAC address, URL) have no phone number; and it has nothing for secrets in error text and logs.
 """
 
 from __future__ import annotations
