@@ -19,6 +19,12 @@ multi-worker deployments, wrap each run in :meth:`ObservationalMemory.thread_loc
 (``with memory.thread_lock(thread_id): agent.invoke(...)``). After a crash mid-run, resume the
 thread with ``agent.invoke(None, config)`` first, so the interrupted run finishes before a
 new one starts.
+
+Why not ``filelock`` or ``fcntl``: ``filelock`` is not a dependency of the package and
+``fcntl`` is POSIX only, while SQLite is already required and its write lock works wherever the
+database itself does and is released by the operating system when the process dies, with a
+wait timeout of SQLite's own; PostgreSQL's advisory locks serve deployments where no file is
+shared.
 """
 
 from __future__ import annotations
