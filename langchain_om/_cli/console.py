@@ -6,8 +6,10 @@ warnings and the ``langchain_om`` logger's warnings are routed there too while a
 (:func:`notices_through`), as one line each: no traceback, whatever the record carries. The
 spinner is shown while a model answers; line editing serves the chat prompt.
 
-(tqdm and rich draw such bars too, but neither is a dependency of the package, and the bar
-needs no more than this.)
+Why not tqdm or rich: neither is a dependency of the package (they are only present in the
+development environment), and what the command needs beyond a bar (notices and warnings printed
+above the bar without tearing it, one shared lock for the spinner and the bar) would still be
+written here around either.
 """
 
 from __future__ import annotations
