@@ -75,8 +75,6 @@ OPENAI_IMAGE_RATES: tuple[tuple[str, ImageRate], ...] = (
 """Per-model image rates (first model-name prefix that matches; ``computer-use`` anywhere)."""
 OPENAI_DEFAULT_RATE = ImageRate(85, 170, 4)
 """Every other model (gpt-4o, gpt-4.1, unknown providers)."""
-OPENAI_IMAGE_BASE = OPENAI_DEFAULT_RATE.base
-OPENAI_IMAGE_TILE = OPENAI_DEFAULT_RATE.tile
 GEMINI_IMAGE = 258
 """Gemini before 3: tokens per 768-px tile."""
 GEMINI_3_IMAGE_TOKENS: dict[str, int] = {

@@ -28,8 +28,6 @@ HIGH_TOOL_RESULT_TOKENS = 4000
 """High detail: tool results are cut to this many tokens."""
 MAX_LIMIT = 100
 """Largest page size the tool honours."""
-PREVIEW_CHARS = 200
-"""Length of search-result and thread previews."""
 ELLIPSIS = "…"
 
 _PART_ALIASES = {

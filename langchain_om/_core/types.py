@@ -27,7 +27,6 @@ OM_META_KEY = "langchain_om"
 RECORD_VERSION = 1
 
 Priority = Literal["🔴", "🟡", "🟢", "✅"]
-PRIORITIES: tuple[str, ...] = ("🔴", "🟡", "🟢", "✅")
 
 
 class Hints(TypedDict, total=False):

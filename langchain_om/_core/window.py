@@ -64,15 +64,6 @@ def safe_cut_points(messages: Sequence[BaseMessage], *, observe_pending: bool = 
     return points
 
 
-def pending_tool_call(messages: Sequence[BaseMessage]) -> bool:
-    """True when the newest AI message has tool calls without results yet."""
-    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
-    for m in reversed(messages):
-        if isinstance(m, AIMessage):
-            return any(c.get("id") not in answered for c in m.tool_calls)
-    return False
-
-
 def observation_cut(
     messages: Sequence[BaseMessage],
     *,
