@@ -143,11 +143,11 @@ class RoleModels:
         result = await ainvoke_model(attempts, list(request.messages), **kwargs)
         return _parsed(result, request)
 
-    def _observer_model(self, input_tokens: int) -> Any:
-        """The model an Observer call over ``input_tokens`` goes to first, or ``None``."""
+    def _first_attempt(self, role: Any, input_tokens: int) -> ModelAttempt | None:
+        """The attempt a ``role`` call over ``input_tokens`` goes to first, or ``None``."""
         try:
             probe = ModelCall(
-                role="observer",
+                role=role,
                 messages=[],
                 input_tokens=input_tokens,
                 thread_id="",
@@ -156,7 +156,12 @@ class RoleModels:
             attempts = self.attempts(probe)
         except Exception:
             return None
-        return attempts[0].model if attempts else None
+        return attempts[0] if attempts else None
+
+    def _observer_model(self, input_tokens: int) -> Any:
+        """The model an Observer call over ``input_tokens`` goes to first, or ``None``."""
+        attempt = self._first_attempt("observer", input_tokens)
+        return attempt.model if attempt is not None else None
 
     def _small_observer(self, input_tokens: int) -> bool:
         model = self._observer_model(input_tokens)
@@ -211,18 +216,8 @@ class RoleModels:
         """``provider/model`` a role would use for an input of ``input_tokens`` (else ``None``)."""
         if role not in ("observer", "reflector"):
             return None
-        try:
-            probe = ModelCall(
-                role=role,  # type: ignore[arg-type]
-                messages=[],
-                input_tokens=input_tokens,
-                thread_id="",
-                resource_id=None,
-            )
-            attempts = self.attempts(probe)
-        except Exception:
-            return None
-        return attempts[0].model_id if attempts else None
+        attempt = self._first_attempt(role, input_tokens)
+        return attempt.model_id if attempt is not None else None
 
 
 def role_call_config(effect: ModelCall) -> RunnableConfig:
