@@ -50,6 +50,11 @@ SLOW_ENV = "LANGCHAIN_OM_EVAL_SLOW_MS"
 """Milliseconds the scripted answerer waits per answer (to test interrupted runs)."""
 
 
+def _as_chunk(chunk: BaseMessage) -> AIMessageChunk:
+    """A streamed piece as an :class:`AIMessageChunk` (other chunk types keep their content)."""
+    return chunk if isinstance(chunk, AIMessageChunk) else AIMessageChunk(content=chunk.content)
+
+
 @dataclass
 class Meter:
     """Calls, tokens and seconds spent by one model."""
@@ -203,11 +208,7 @@ class MeteredChatModel(AnsweringChatModel):
         try:
             with contextlib.closing(self.inner.stream(messages, stop=stop, **kwargs)) as stream:
                 for chunk in stream:
-                    piece = (
-                        chunk
-                        if isinstance(chunk, AIMessageChunk)
-                        else AIMessageChunk(content=chunk.content)
-                    )
+                    piece = _as_chunk(chunk)
                     total = piece if total is None else total + piece
                     yield ChatGenerationChunk(message=piece)
             ended = True
@@ -233,11 +234,7 @@ class MeteredChatModel(AnsweringChatModel):
         stream = self.inner.astream(messages, stop=stop, **kwargs)
         try:
             async for chunk in stream:
-                piece = (
-                    chunk
-                    if isinstance(chunk, AIMessageChunk)
-                    else AIMessageChunk(content=chunk.content)
-                )
+                piece = _as_chunk(chunk)
                 total = piece if total is None else total + piece
                 yield ChatGenerationChunk(message=piece)
             ended = True
