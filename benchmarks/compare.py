@@ -14,9 +14,19 @@ interleaved round-robin (machine noise hits them alike):
   state key and drops all but the last 20 messages past 3 000 tokens (the least any memory
   middleware can cost).
 
+Two views of the per-turn cost are printed side by side. Today's view (``CPU ms``, ``vs
+summarizer``) times only ``agent.invoke``: om's background work (observer and reflector,
+which ``background="manual"`` runs after the turn via ``memory.run_background()``) is
+excluded and reported on its own, while the summarizer's model call is inside its turn. That
+is why earlier benchmarks reported 0.92-1.08x. The whole-cost view (``whole ms``, ``whole vs
+summarizer``) adds om's background CPU of the same turn to its turn CPU (``time.process_time``:
+every thread of the process), so memory's whole cost is counted as the summarizer's is; on the
+same machine this gave 1.13-1.21x. ``--durability exit`` runs every agent with
+``durability="exit"``.
+
 Each runs on ``InMemorySaver`` and on ``SqliteSaver`` (a temporary file, default durability;
 langchain-om via ``ObservationalMemory.from_sqlite``, its archive in the same file). At each
-point (100 and 1 000 turns; 10 000 with ``--full``) the script reports the median CPU and wall
+point (500 and 1 000 turns; 10 000 with ``--full``) the script reports the median CPU and wall
 ms of the last turns, the bytes written to the checkpointer per turn (checkpoint and writes
 tables / blobs, measured around sampled turns) and, on SQLite, the file's growth per turn
 since the previous point (WAL included).
@@ -26,7 +36,7 @@ summarizer and the plain agent.
 
 Usage::
 
-    python benchmarks/compare.py            # 100 and 1 000 turns
+    python benchmarks/compare.py            # 500 and 1 000 turns
     python benchmarks/compare.py --full     # also 10 000 turns
     python benchmarks/compare.py --smoke    # 20 and 40 turns (for the tests)
 """
@@ -71,6 +81,7 @@ OM_OPTIONS: dict[str, Any] = {
 }
 SUMMARY = "## SUMMARY\nThe user talked about many everyday topics. " * 8
 TURN_TARGET = 1.1
+WHOLE_TARGET = 1.0
 BACKGROUND_TARGET_MS = 0.5
 FIRST_TURN_TARGET_S = 0.1
 IMPORT_TARGET = 1.2
@@ -115,6 +126,7 @@ class Setup:
     conn: sqlite3.Connection | None = None
     path: str | None = None
     thread: str = "t"
+    durability: str | None = None
     turn_cpu: dict[int, float] = field(default_factory=dict)
     turn_wall: dict[int, float] = field(default_factory=dict)
     background: dict[int, float] = field(default_factory=dict)
@@ -129,6 +141,13 @@ class Setup:
     @property
     def config(self) -> dict[str, Any]:
         return {"configurable": {"thread_id": self.thread}}
+
+    def invoke(self, payload: dict[str, Any]) -> None:
+        """One agent call, with this setup's durability when one is set."""
+        if self.durability is None:
+            self.agent.invoke(payload, self.config)
+        else:
+            self.agent.invoke(payload, self.config, durability=self.durability)
 
     def stored_bytes(self) -> int:
         """Bytes the checkpointer holds (blobs, checkpoints and writes)."""
@@ -224,10 +243,10 @@ def run(setups: list[Setup], points: list[int]) -> None:
                     s.thread = f"t{turn}"
                     if turn > 1:
                         seed = history(turn - 1)
-                        s.agent.invoke({"messages": seed}, s.config)
+                        s.invoke({"messages": seed})
             before = s.stored_bytes() if timed else 0
             cpu, wall = time.process_time(), time.perf_counter()
-            s.agent.invoke({"messages": [HumanMessage(user_text(turn))]}, s.config)
+            s.invoke({"messages": [HumanMessage(user_text(turn))]})
             cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
             bg = time.process_time()
             s.after_turn()
@@ -256,6 +275,15 @@ def since_previous(series: dict[int, int] | dict[int, float], point: int) -> flo
 def growth(setup: Setup, point: int) -> float:
     """SQLite file growth per turn since the previous point (WAL included)."""
     return since_previous(setup.file_at, point)
+
+
+def whole(setup: Setup, point: int) -> float:
+    """Median whole-cost CPU seconds per turn: the turn plus its background work."""
+    turns = range(point - window(point) + 1, point + 1)
+    values = [
+        setup.turn_cpu[t] + setup.background.get(t, 0.0) for t in turns if t in setup.turn_cpu
+    ]
+    return float(statistics.median(values))
 
 
 def background_mean(setup: Setup, point: int) -> float:
@@ -325,6 +353,8 @@ def report(results: dict[str, list[Setup]], points: list[int], start: dict[str, 
                         LABELS[s.name],
                         f"{cpu * 1e3:.2f} ({wall * 1e3:.2f})",
                         f"{cpu / summ:.2f}×",
+                        f"{whole(s, p) * 1e3:.2f}",
+                        f"{whole(s, p) / summ:.2f}×",
                         f"{at(s.written, p) / 1024:.1f} KB",
                         # the plain agent runs only the timed turns: no growth per turn
                         f"{growth(s, p) / 1024:.1f} KB"
@@ -342,6 +372,15 @@ def report(results: dict[str, list[Setup]], points: list[int], start: dict[str, 
                     f"whole turn ≤ {TURN_TARGET}× SummarizationMiddleware ({store}, {p:,} turns)",
                     f"{ratio:.2f}×",
                     "met" if ratio <= TURN_TARGET else "**not met**",
+                ]
+            )
+            whole_ratio = whole(om, p) / summ
+            targets.append(
+                [
+                    f"whole cost (background inside) ≤ {WHOLE_TARGET}× SummarizationMiddleware"
+                    f" ({store}, {p:,} turns)",
+                    f"{whole_ratio:.2f}×",
+                    "met" if whole_ratio <= WHOLE_TARGET else "**not met**",
                 ]
             )
             om_bytes, summ_bytes = at(om.written, p), at(by["summarization"].written, p)
@@ -395,6 +434,8 @@ def report(results: dict[str, list[Setup]], points: list[int], start: dict[str, 
             "setup",
             "CPU ms (wall)",
             "vs summarizer",
+            "whole ms",
+            "whole vs summarizer",
             "written/turn",
             "SQLite growth/turn",
             "background ms",
@@ -418,8 +459,11 @@ def main() -> None:
     mode.add_argument("--smoke", action="store_true", help="20 and 40 turns")
     parser.add_argument("--out", type=Path, default=RESULTS / "compare.md")
     parser.add_argument("--startup-rounds", type=int, default=3)
+    parser.add_argument(
+        "--durability", choices=("sync", "async", "exit"), help="every agent's durability"
+    )
     args = parser.parse_args()
-    points = [20, 40] if args.smoke else [100, 1_000, 10_000] if args.full else [100, 1_000]
+    points = [20, 40] if args.smoke else [500, 1_000, 10_000] if args.full else [500, 1_000]
     results: dict[str, list[Setup]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for store in ("InMemorySaver", "SqliteSaver"):
@@ -427,6 +471,8 @@ def main() -> None:
                 build(n, os.path.join(tmp, f"{n}.db") if store == "SqliteSaver" else None)
                 for n in SETUPS
             ]
+            for s in setups:
+                s.durability = args.durability
             started = time.perf_counter()
             run(setups, points)
             print(f"{store}: {points[-1]} turns in {time.perf_counter() - started:.0f} s")
@@ -438,6 +484,7 @@ def main() -> None:
     args.out.write_text(
         "# langchain-om beside the alternatives\n\n`python benchmarks/compare.py"
         + (" --full" if args.full else " --smoke" if args.smoke else "")
+        + (f" --durability {args.durability}" if args.durability else "")
         + "`\n\n"
         + text
         + "\n",

@@ -175,6 +175,9 @@ def test_compare_reports_every_setup_store_and_target(results: Path) -> None:
     rows = [ln for ln in text.splitlines() if ln.startswith("| whole turn")]
     assert len(rows) == 2 * len(POINTS)  # per store and point
     assert all(ln.rstrip(" |").endswith(("met", "**not met**")) for ln in rows)
+    whole = [ln for ln in text.splitlines() if ln.startswith("| whole cost (background inside)")]
+    assert len(whole) == 2 * len(POINTS)  # the whole-cost view beside today's, per store and point
+    assert "whole vs summarizer" in text
     assert "## Beside the alternatives" in (results / "README.md").read_text(encoding="utf-8")
 
 
