@@ -116,6 +116,8 @@ class Pieces:
     def __init__(self) -> None:
         self.stack: list[list[float]] = []
         self.turn: dict[str, float] = {}
+        self.active = False
+        """Whether a turn is being timed (the background work between turns is not)."""
 
     def take(self) -> dict[str, float]:
         """This turn's seconds per piece (and reset)."""
@@ -131,6 +133,8 @@ class Pieces:
 
         @functools.wraps(fn)
         def run(*args: Any, **kwargs: Any) -> Any:
+            if not self.active:
+                return fn(*args, **kwargs)
             clock = _common.CLOCK
             frame = [0.0]
             self.stack.append(frame)
@@ -267,13 +271,17 @@ class Setup:
     def turn(self, turn: int) -> None:
         self.pieces.take()
         clock = _common.CLOCK
+        self.pieces.active = True
         started = clock()
-        self.agent.invoke(
-            {"messages": [HumanMessage(user_text(turn))]},
-            {"configurable": {"thread_id": self.name}},
-            durability="exit",
-        )
-        self.turn_time[turn] = clock() - started
+        try:
+            self.agent.invoke(
+                {"messages": [HumanMessage(user_text(turn))]},
+                {"configurable": {"thread_id": self.name}},
+                durability="exit",
+            )
+        finally:
+            self.turn_time[turn] = clock() - started
+            self.pieces.active = False
         self.samples[turn] = self.pieces.take()
         self.after_turn()
 
