@@ -562,7 +562,7 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
             return MemoryContext(blocks=[])
         retrieval = self.config.retrieval_enabled
         instructions = recall_instructions(self.config.retrieval) if retrieval else None
-        rec = coerce_record(record)
+        rec = coerce_record(record, copy=False)
         context = (
             render_memory(
                 rec,

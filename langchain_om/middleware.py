@@ -37,7 +37,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from langchain_om._core.render import text_parts
+from langchain_om._core.render import MemoryContext, text_parts
 from langchain_om._engine_io import EndTurnOptions
 from langchain_om._plans.graph_state import (
     memory_enabled,
@@ -183,6 +183,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         self._actor: Any = None
         self._prepared: dict[int, _Prepared] = {}
         self._prepared_lock = threading.Lock()  # runs of several threads share the middleware
+        self._parts: dict[tuple[int, bool], tuple[MemoryContext, tuple[str, ...]]] = {}
 
     @property
     def name(self) -> str:
@@ -286,8 +287,25 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             blocks.extend(
                 [{"type": "text", "text": content}] if isinstance(content, str) else content
             )
-        blocks.extend(text_parts(context.blocks, first=not blocks))
+        blocks.extend({"type": "text", "text": text} for text in self._texts(context, not blocks))
         return request.override(system_message=SystemMessage(content=blocks))
+
+    def _texts(self, context: MemoryContext, first: bool) -> tuple[str, ...]:
+        """The texts of ``context``'s system-message parts (:func:`text_parts`), memoised.
+
+        A context is rendered once per content, so its parts' texts are joined once too.
+        """
+        key = (id(context), first)
+        with self._prepared_lock:
+            hit = self._parts.get(key)
+        if hit is not None and hit[0] is context:
+            return hit[1]
+        texts = tuple(part["text"] for part in text_parts(context.blocks, first=first))
+        with self._prepared_lock:
+            if len(self._parts) >= _PREPARED_MAX:
+                self._parts.pop(next(iter(self._parts)))
+            self._parts[key] = (context, texts)  # the context held: its id stays its own
+        return texts
 
     def _overflow_args(self, request: ModelRequest, prepared: _Prepared) -> dict[str, Any]:
         """The step that frees context after the model call overflowed (state as sent)."""
