@@ -44,7 +44,13 @@ from langchain_om._engine.logs import log_event
 from langchain_om._engine.role_models import RoleModels
 from langchain_om._engine.standalone import StandaloneCalls
 from langchain_om._plans.background import Background
-from langchain_om._plans.graph_state import groups_to_store, state_record_plan
+from langchain_om._plans.graph_state import (
+    OM_STATE_KEY,
+    UNREAD,
+    cached_state_record,
+    groups_to_store,
+    state_record_plan,
+)
 from langchain_om._plans.resource import ResourceHandler
 from langchain_om._plans.resource_turn import OTHERS_TOKENS_KEY
 from langchain_om._plans.storage import (
@@ -512,10 +518,16 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
         Raises:
             StorageError: the store lacks a group the state names.
         """
+        record = cached_state_record(state)
+        if record is not UNREAD:
+            return record
         return self._runs.on_store(store).run(state_record_plan(state))
 
     async def aread_state(self, state: Mapping[str, Any], *, store: BaseStore | None = None) -> Any:
         """Async twin of :meth:`read_state`."""
+        record = cached_state_record(state)
+        if record is not UNREAD:
+            return record
         return await self._runs.on_store(store).arun(state_record_plan(state))
 
     def keep_state(
@@ -530,7 +542,8 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
         Call it before handing ``update`` to LangGraph, so no checkpoint names a group the
         store lacks.
         """
-        self._runs.on_store(store).run(groups_to_store(update, state))
+        if OM_STATE_KEY in update:  # the record is rewritten: it may name new groups
+            self._runs.on_store(store).run(groups_to_store(update, state))
 
     async def akeep_state(
         self,
@@ -540,7 +553,8 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
         store: BaseStore | None = None,
     ) -> None:
         """Async twin of :meth:`keep_state`."""
-        await self._runs.on_store(store).arun(groups_to_store(update, state))
+        if OM_STATE_KEY in update:
+            await self._runs.on_store(store).arun(groups_to_store(update, state))
 
     def render(self, record: OMRecord | dict[str, Any] | None) -> MemoryContext:
         """The memory context (preamble, observation log, hints) for ``record``."""
@@ -548,7 +562,7 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
             return MemoryContext(blocks=[])
         retrieval = self.config.retrieval_enabled
         instructions = recall_instructions(self.config.retrieval) if retrieval else None
-        rec = coerce_record(record)
+        rec = coerce_record(record, copy=False)
         context = (
             render_memory(
                 rec,

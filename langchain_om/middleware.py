@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal, NotRequired, cast
@@ -37,7 +38,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from langchain_om._config.shortcuts import BufferTokens, Threshold
-from langchain_om._core.render import text_parts
+from langchain_om._core.render import MemoryContext, text_parts
 from langchain_om._engine.io import EndTurnOptions
 from langchain_om._plans.graph_state import (
     memory_enabled,
@@ -66,10 +67,12 @@ class _Prepared:
     """The graph state the step ran on (a retry of the same call passes the same object)."""
     outcome: TurnOutcome
     update: dict[str, Any]
+    request: weakref.ref[ModelRequest] | None = None
+    """The request the step ran for: the step is forgotten when it is gone."""
 
 
 _PREPARED_MAX = 16
-"""Model calls whose step is remembered for retries (wrappers that call the handler again)."""
+"""Most model calls whose step is remembered at once (a bound; see ``_done``)."""
 
 
 class ObservationalMemoryState(AgentState[Any]):
@@ -180,6 +183,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         self._actor: Any = None
         self._prepared: dict[int, _Prepared] = {}
         self._prepared_lock = threading.Lock()  # runs of several threads share the middleware
+        self._parts: dict[tuple[int, bool], tuple[MemoryContext, tuple[str, ...]]] = {}
 
     @property
     def name(self) -> str:
@@ -226,18 +230,37 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         return self._step_args(dict(request.state), request.runtime, record)
 
     def _done(self, request: ModelRequest, outcome: TurnOutcome) -> _Prepared:
-        """The call's step as run on ``request.state``, remembered for a retry of the call."""
+        """The call's step as run on ``request.state``, remembered for a retry of the call.
+
+        It is remembered while ``request`` lives: a wrapper that calls the model again
+        (retries, fallbacks) holds the request it was given, and once the model node is done
+        with it the step, and the graph state it holds, go (freed with the request, not kept
+        for later calls to free).
+        """
         inline = self.memory.config.read_only
         state = request.state
         update = state_update(
             outcome, state["messages"], state=state, restamps=False, inline=inline
         )
-        prepared = _Prepared(state, outcome, update)
+        key, forget = id(state), self._forget
+        prepared = _Prepared(
+            state, outcome, update, weakref.ref(request, lambda ref: forget(key, ref))
+        )
         with self._prepared_lock:
             if len(self._prepared) >= _PREPARED_MAX:
                 self._prepared.pop(next(iter(self._prepared)))
-            self._prepared[id(state)] = prepared
+            self._prepared[key] = prepared
         return prepared
+
+    def _forget(self, key: int, request: weakref.ref[ModelRequest]) -> None:
+        """Drop the step remembered under ``key`` if it is still the one run for ``request``.
+
+        Called when the request is freed, at any point of any thread: no lock is taken (one
+        held by this very thread would never be released); the dict operations are atomic.
+        """
+        prepared = self._prepared.get(key)
+        if prepared is not None and prepared.request is request:
+            self._prepared.pop(key, None)
 
     def _reused(self, request: ModelRequest) -> _Prepared | None:
         """The step an earlier attempt of this very call ran (same state object), if any."""
@@ -264,8 +287,25 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             blocks.extend(
                 [{"type": "text", "text": content}] if isinstance(content, str) else content
             )
-        blocks.extend(text_parts(context.blocks, first=not blocks))
+        blocks.extend({"type": "text", "text": text} for text in self._texts(context, not blocks))
         return request.override(system_message=SystemMessage(content=blocks))
+
+    def _texts(self, context: MemoryContext, first: bool) -> tuple[str, ...]:
+        """The texts of ``context``'s system-message parts (:func:`text_parts`), memoised.
+
+        A context is rendered once per content, so its parts' texts are joined once too.
+        """
+        key = (id(context), first)
+        with self._prepared_lock:
+            hit = self._parts.get(key)
+        if hit is not None and hit[0] is context:
+            return hit[1]
+        texts = tuple(part["text"] for part in text_parts(context.blocks, first=first))
+        with self._prepared_lock:
+            if len(self._parts) >= _PREPARED_MAX:
+                self._parts.pop(next(iter(self._parts)))
+            self._parts[key] = (context, texts)  # the context held: its id stays its own
+        return texts
 
     def _overflow_args(self, request: ModelRequest, prepared: _Prepared) -> dict[str, Any]:
         """The step that frees context after the model call overflowed (state as sent)."""
@@ -285,6 +325,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             removed=[*first.removed, *recovery.removed],
             stamped=[*first.stamped, *recovery.stamped],
             inserted=[*first.inserted, *recovery.inserted],
+            stamps_only=first.stamps_only and recovery.stamps_only,  # both against the state
         )
         return self._done(request, both)
 

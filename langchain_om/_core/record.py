@@ -68,10 +68,12 @@ def new_record(
     )
 
 
-def coerce_record(value: Any) -> OMRecord | None:
+def coerce_record(value: Any, *, copy: bool = True) -> OMRecord | None:
     """Return ``value`` as a record if it looks like one of ours, else ``None``.
 
     A record as graph state holds it (groups by key) gets its groups back from the cache.
+    A whole record is copied (the caller may change its copy), or with ``copy=False``, for
+    a caller that only reads it, returned as it is.
 
     Raises:
         StorageError: ``value`` names groups by key that this process has not read.
@@ -79,7 +81,7 @@ def coerce_record(value: Any) -> OMRecord | None:
     if not isinstance(value, Mapping) or value.get("v") != RECORD_VERSION:
         return None
     if "groups" in value:
-        return dict(value)  # type: ignore[return-value]
+        return dict(value) if copy else value  # type: ignore[return-value]
     if isinstance(value.get(GROUP_KEYS), list):
         return resolved(value)  # type: ignore[no-any-return]
     return None

@@ -245,13 +245,11 @@ def render_memory(
     """
     today = _today(now, timezone or record.get("timezone"))
     shown = _shown_hints(record, hints)
-    # Everything the context depends on, as a hashable key: a model call that changes neither
-    # the record's log and hints nor the day renders nothing (the hit is the same object).
-    key = (
-        tuple(
-            (g["id"], g["kind"], g["text"], tuple(g["range"]) if g["range"] else None)
-            for g in record["groups"]
-        ),
+    groups = record["groups"]
+    # Everything the context depends on but the groups, then the groups: by object first (a
+    # step that changed nothing holds the same group objects, as the group cache gives them
+    # out: one id each to look at), else by content.
+    rest = (
         shown.get("current_task") or "",
         shown.get("suggested_response") or "",
         hints,
@@ -263,6 +261,19 @@ def render_memory(
         working_memory,
         max_observation_tokens,
         count,
+    )
+    by_object = (tuple(map(id, groups)), *rest)
+    seen = _RENDERED_BY_OBJECT.get(by_object)
+    if seen is not None:
+        return seen[1]
+    # A model call that changes neither the record's log and hints nor the day renders
+    # nothing (the hit is the same object).
+    key = (
+        tuple(
+            (g["id"], g["kind"], g["text"], tuple(g["range"]) if g["range"] else None)
+            for g in groups
+        ),
+        *rest,
     )
     context = _RENDERED.get(key)
     if context is None:
@@ -280,6 +291,9 @@ def render_memory(
         if len(_RENDERED) >= _RENDERED_MAX:
             _RENDERED.clear()
         _RENDERED[key] = context
+    if len(_RENDERED_BY_OBJECT) >= _RENDERED_MAX:
+        _RENDERED_BY_OBJECT.clear()
+    _RENDERED_BY_OBJECT[by_object] = (tuple(groups), context)  # the groups held: ids stay theirs
     return context
 
 
@@ -295,6 +309,9 @@ def _shown_hints(record: OMRecord, hints: HintSwitch) -> dict[str, Any]:
 
 
 _RENDERED: dict[tuple[Any, ...], MemoryContext] = {}
+_RENDERED_BY_OBJECT: dict[tuple[Any, ...], tuple[tuple[ObservationGroup, ...], MemoryContext]] = {}
+"""The same contexts by the ids of the group objects (held in the entry, so no other object
+takes one of those ids while it is there)."""
 _RENDERED_MAX = 256
 
 

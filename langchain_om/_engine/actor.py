@@ -130,7 +130,7 @@ class ActorEnvs:
         """The actor of a step: ``model``, else the default, else the thread's last model."""
         actor = self.remember(model) or self.default
         if actor is None:
-            last = coerce_record(record)
+            last = coerce_record(record, copy=False)
             name = last.get("last_actor_model") if last else None
             if isinstance(name, str) and name:
                 actor = self._actors.get(name) or describe_actor(name)

@@ -47,6 +47,26 @@ def _body(state: Mapping[str, Any]) -> Any:
     return record
 
 
+UNREAD: Any = object()
+"""What :func:`cached_state_record` returns when the store must be read."""
+
+
+def cached_state_record(state: Mapping[str, Any]) -> Any:
+    """The OM record of a graph state when this process has its groups, else :data:`UNREAD`.
+
+    A step of a thread this process has run reads no store: the groups its record names
+    are cached (see :func:`state_record_plan` for the rest).
+    """
+    body = _body(state)
+    if not isinstance(body, dict) or not isinstance(body.get(GROUP_KEYS), list):
+        return body
+    keys: list[str] = body[GROUP_KEYS]
+    found = cached(keys)
+    if len(found) < len(set(keys)):
+        return UNREAD
+    return resolved(body, found)
+
+
 def state_record_plan(state: Mapping[str, Any]) -> Plan[Any]:
     """The OM record of a graph state, its groups read from the store when not cached.
 
@@ -127,7 +147,11 @@ def groups_to_store(update: Mapping[str, Any], state: Mapping[str, Any] | None) 
 
 
 def record_update(
-    record: Mapping[str, Any], state: Mapping[str, Any] | None, *, inline: bool = False
+    record: Mapping[str, Any],
+    state: Mapping[str, Any] | None,
+    *,
+    inline: bool = False,
+    stamps_only: bool = False,
 ) -> dict[str, Any]:
     """The state keys to write for ``record``: only those whose content changed.
 
@@ -136,16 +160,23 @@ def record_update(
     to the store, so its state must hold its log); a ``read_only`` step that leaves a
     writer's record (groups by key) unchanged writes nothing, so a reader never rewrites the
     writer's record format. With ``state`` unknown (``None``) both keys are written.
+    ``stamps_only`` says ``record`` is the record read from ``state`` with new stamps
+    (:attr:`TurnOutcome.stamps_only`): a record kept by key is then known to be unchanged
+    without comparing it.
     """
     activity = {k: record[k] for k in ACTIVITY_FIELDS if k in record}
     current = state.get(OM_STATE_KEY) if state is not None else None
+    update: dict[str, Any] = {}
+    if stamps_only and not inline and isinstance(current, dict) and GROUP_KEYS in current:
+        if state is None or state.get(OM_ACTIVITY_KEY) != activity:
+            update[OM_ACTIVITY_KEY] = activity
+        return update
     stored = dict(record) if inline else stored_record(record)
     if inline and isinstance(current, dict) and GROUP_KEYS in current:
         # A reader on a writer's thread: the writer's record (its log by key) stays as it is.
         keyed = stored_record(record)
         if _same_body(current, keyed):
             stored = keyed
-    update: dict[str, Any] = {}
     if not isinstance(current, dict) or not _same_body(current, stored):
         update[OM_STATE_KEY] = stored
     if state is None or state.get(OM_ACTIVITY_KEY) != activity:
@@ -298,7 +329,7 @@ def state_update(
     always writes ``messages`` (the ``create_agent`` model node appends its reply) lets that
     write persist it, instead of a third copy of the window in the checkpoint every turn.
     """
-    update = record_update(outcome.record, state, inline=inline)
+    update = record_update(outcome.record, state, inline=inline, stamps_only=outcome.stamps_only)
     if outcome.inserted or (memory is not None and current_memory is None):
         split = split_messages(messages)
         keep = [memory] if memory is not None else [m for m in (split.memory,) if m is not None]
@@ -310,12 +341,16 @@ def state_update(
             *outcome.window,
         ]
         return update
-    present = {m.id for m in messages if m.id}
-    removed = [mid for mid in outcome.removed_ids if mid in present]
-    gone = set(removed)
-    changes: list[BaseMessage] = [RemoveMessage(id=mid) for mid in removed]
-    if restamps:
-        changes.extend(m for m in outcome.stamped if m.id and m.id not in gone and m.id in present)
+    changes: list[BaseMessage] = []
+    if outcome.removed or (restamps and outcome.stamped):
+        present = {m.id for m in messages if m.id}
+        removed = [mid for mid in outcome.removed_ids if mid in present]
+        gone = set(removed)
+        changes.extend(RemoveMessage(id=mid) for mid in removed)
+        if restamps:
+            changes.extend(
+                m for m in outcome.stamped if m.id and m.id not in gone and m.id in present
+            )
     if memory is not None and (current_memory is None or current_memory.content != memory.content):
         changes.append(memory)
     if changes:

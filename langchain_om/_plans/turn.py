@@ -490,11 +490,15 @@ def _start_buffer(step: _Step) -> Plan[None]:
 def _close(step: _Step) -> None:
     """Note the activity on the record and report the step's status."""
     env, inp, out = step.env, step.inp, step.out
+    # Stages that change the record make a new one: the one given means nothing changed.
+    same = inp.record is not None and out.record is inp.record
     record_out = dict(out.record)
     record_out["last_activity_at"] = iso(step.now)
     if inp.actor_model:
+        same = same and record_out.get("last_actor_model") == inp.actor_model
         record_out["last_actor_model"] = inp.actor_model
     out.record = record_out  # type: ignore[assignment]
+    out.stamps_only = same
     out.reported_tokens = step.reported  # 0 once the window changed (see ``recount``)
     projected = 0
     if step.chain:

@@ -205,6 +205,10 @@ class TurnOutcome:
     (``observation.use_usage_metadata``); 0 without usage or once the step changed the window.
     A graph's gate routes on it: the threshold check of a later node could not tell whether
     the usage still describes the window."""
+    stamps_only: bool = False
+    """The step changed nothing of the record it was given but its activity stamps
+    (``last_activity_at``): graph state need not compare the record to know it is unchanged.
+    ``False`` when unknown."""
 
     @property
     def removed_ids(self) -> list[str]:
