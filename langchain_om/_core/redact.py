@@ -28,6 +28,7 @@ __all__ = [
     "redact_secrets",
     "redact_text",
     "redacted_logger",
+    "status_code",
 ]
 
 MASK = "***"
@@ -153,7 +154,8 @@ class ErrorSummary:
         return f"{self.type}{status}: {self.message}" if self.message else f"{self.type}{status}"
 
 
-def _status_code(exc: BaseException) -> int | None:
+def status_code(exc: BaseException) -> int | None:
+    """The HTTP status code ``exc`` (or its ``response``) carries, else ``None``."""
     for owner in (exc, getattr(exc, "response", None)):
         for name in ("status_code", "status", "http_status", "code"):
             value = getattr(owner, name, None) if owner is not None else None
@@ -164,7 +166,7 @@ def _status_code(exc: BaseException) -> int | None:
 
 def error_summary(exc: BaseException) -> ErrorSummary:
     """The type, HTTP status code (when known) and redacted short message of ``exc``."""
-    return ErrorSummary(type(exc).__name__, _status_code(exc), redact_text(str(exc)))
+    return ErrorSummary(type(exc).__name__, status_code(exc), redact_text(str(exc)))
 
 
 # --- personal data (the PII redactor of the before_observation hook) ------------------------
