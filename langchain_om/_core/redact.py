@@ -8,6 +8,15 @@ masked. The full exception belongs only in the Python logger and the hook's ``er
 and the logger gets it redacted too: every logger of the package carries
 :class:`RedactingFilter` (:func:`redacted_logger`), which masks the same secrets in log
 messages, their arguments and tracebacks.
+
+:func:`redact_pii` is the default of :func:`langchain_om.transforms.redact_messages`. LangChain's
+``PIIMiddleware`` (langchain 1.5) does not serve there: it is an agent middleware that rewrites
+the agent's own messages in its state before the agent's model call, where memory's hook must
+leave the conversation as it is and mask only the copy the Observer reads; its detectors find
+no phone numbers and take a card number only as four groups of four digits (13 to 19 digits
+here, Luhn-checked, like its check), and they live in a private module
+(``langchain.agents.middleware._redaction``). Nothing in LangChain masks secrets in errors and
+log records.
 """
 
 from __future__ import annotations
@@ -69,11 +78,15 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+def _masked(text: str) -> str:
+    for pattern, repl in _PATTERNS:
+        text = pattern.sub(repl, text)
+    return text
+
+
 def redact_text(text: str, *, limit: int = MAX_MESSAGE_CHARS) -> str:
     """``text`` on one line with credentials masked, cut to ``limit`` characters."""
-    out = " ".join(text.split())
-    for pattern, repl in _PATTERNS:
-        out = pattern.sub(repl, out)
+    out = _masked(" ".join(text.split()))
     if len(out) > limit:
         out = out[: max(limit - 1, 0)].rstrip() + "…"
     return out
@@ -89,13 +102,8 @@ def redact_secrets(text: str) -> str:
     (``File "…", line N, in f``) are left as they are (their paths are not secrets, and the
     long-token patterns would mask them).
     """
-    out: list[str] = []
-    for line in text.split("\n"):
-        if not _FRAME_LINE.match(line):
-            for pattern, repl in _PATTERNS:
-                line = pattern.sub(repl, line)
-        out.append(line)
-    return "\n".join(out)
+    lines = text.split("\n")
+    return "\n".join(line if _FRAME_LINE.match(line) else _masked(line) for line in lines)
 
 
 class RedactingFilter(logging.Filter):
