@@ -8,16 +8,6 @@ fallback is told to ``on_retry`` as a :class:`RetryEvent`. The retry loop is a p
 generator that yields "call this model" and "sleep this long" steps) run by the shared drivers
 of :mod:`langchain_om._plans.effects`, so sync and async behave identically.
 
-Why not LangChain's ``with_retry``/``with_fallbacks`` or ``ModelRetryMiddleware``/
-``ModelFallbackMiddleware``: the middlewares wrap an agent's ``wrap_model_call`` (a
-``ModelRequest`` and its handler), while the Observer and the Reflector call their models
-outside any agent, and they write the retry loop twice (``time.sleep`` in the sync copy,
-``asyncio.sleep`` in the async one). Neither they nor ``with_retry`` (tenacity, retried by
-exception type only) honour a provider's ``Retry-After``, classify errors by HTTP status
-(``ModelRetryMiddleware``'s default retries every ``Exception``), report each retry and
-fallback as an event, or stream each attempt through a :class:`StreamCut` that stops a looping
-reply; the product needs all four.
-
 Example:
     >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
     >>> from langchain_om.models import ModelWithRetries, plan_attempts
@@ -26,6 +16,21 @@ Example:
     >>> result = invoke_model(attempts, "observe this", sleep=lambda _: None)
     >>> result.message.text, result.attempts
     ('🔴 User prefers tea', 1)
+
+Why not LangChain's retry and fallback layers (langchain-core 1.8, langchain 1.5):
+
+* ``Runnable.with_retry`` (``RunnableRetry``) retries ``invoke``/``ainvoke`` and batches only:
+  its ``stream``/``astream`` are not retried, and memory streams every call so a looping reply
+  is cut (:mod:`langchain_om._core.stream_reader`). Its tenacity wait ignores ``Retry-After``,
+  it tells no callback about a retry (``on_retry`` feeds the failed-cycle events), and it knows
+  no bound on what a synchronous step may wait in total (``max_sync_wait``).
+* ``Runnable.with_fallbacks`` streams the next model only when the first chunk fails and keeps
+  no record of the failed calls; :class:`ModelCallResult` counts them (``attempts``,
+  ``retries``, ``errors``) for events, receipts and the spend ledger.
+* ``ModelRetryMiddleware`` and ``ModelFallbackMiddleware`` wrap the *agent's* model call
+  (``wrap_model_call`` in the agent graph); the Observer's and the Reflector's calls are not
+  agent model calls, so no agent middleware sees them. They also sleep with ``time.sleep``
+  directly (tests could not skip the waits) and jitter by a fixed 25%.
 """
 
 from __future__ import annotations
@@ -34,8 +39,9 @@ import asyncio
 import random
 import re
 import time
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, NamedTuple, TypeAlias
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -43,8 +49,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from langchain_om._core.loop_cut import StreamCut
-from langchain_om._core.redact import redacted_logger
+from langchain_om._core.redact import redacted_logger, status_code
 from langchain_om._core.stream_reader import StreamReader
+from langchain_om._plans.damping import retry_after_of
 from langchain_om._plans.effects import SYNC_WAIT, run_async, run_sync
 from langchain_om.errors import ModelResolutionError, OMConfigError
 
@@ -80,11 +87,9 @@ _TRANSIENT_NAME = re.compile(
 
 def _status_of(exc: BaseException) -> int | str | None:
     """The HTTP status an error carries, else a gRPC-style status name, else ``None``."""
-    response = getattr(exc, "response", None)
-    candidates = [getattr(exc, a, None) for a in ("status_code", "http_status", "status", "code")]
-    for value in (*candidates, getattr(response, "status_code", None)):
-        if isinstance(value, int) and not isinstance(value, bool) and 100 <= value < 600:
-            return value
+    code = status_code(exc)
+    if code is not None:
+        return code
     status = getattr(exc, "status", None)
     return status if isinstance(status, str) and status.isupper() else None
 
@@ -121,17 +126,6 @@ def is_transient(exc: BaseException) -> bool:
         current = current.__cause__
         seen += 1
     return False
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    if not isinstance(headers, Mapping):
-        return None
-    value = headers.get("retry-after") or headers.get("Retry-After")
-    try:
-        return float(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
 
 
 @dataclass(frozen=True)
@@ -179,7 +173,7 @@ class RetryPolicy:
         """Return the seconds to wait before retry number ``retry`` (0-based)."""
         base = min(self.max_delay, self.base_delay * 2.0 ** min(retry, 64))
         wait = base * (1.0 + self.jitter * (2.0 * self.rng() - 1.0))
-        hinted = _retry_after(error) if error is not None else None
+        hinted = retry_after_of(error, now=datetime.now(UTC)) if error is not None else None
         if hinted is not None:
             wait = max(wait, hinted)
         return max(0.0, min(self.max_delay, wait))

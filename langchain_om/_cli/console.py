@@ -6,10 +6,12 @@ warnings and the ``langchain_om`` logger's warnings are routed there too while a
 (:func:`notices_through`), as one line each: no traceback, whatever the record carries. The
 spinner is shown while a model answers; line editing serves the chat prompt.
 
-Why not tqdm or rich: neither is a dependency of the package (they are only present in the
-development environment), and what the command needs beyond a bar (notices and warnings printed
-above the bar without tearing it, one shared lock for the spinner and the bar) would still be
-written here around either.
+tqdm and rich draw such bars too, but neither is a dependency of the package (in a development
+environment tqdm comes with the eval extra's nltk, rich with a test tool), and neither would
+shorten this: the bar itself is a dozen lines, and what it must do besides (a notice or
+warning from any thread printed above it and the bar drawn again, one plain line every 10%
+when the output is a file or a pipe, where tqdm would write carriage returns) is the same
+code around ``tqdm.write`` or rich's ``Live``.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def one_line(text: object) -> str:
 
 def clip(text: str, limit: int) -> str:
     """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
-    text = " ".join(text.split())
+    text = one_line(text)
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 

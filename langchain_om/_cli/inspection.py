@@ -14,6 +14,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
+from langchain_om._cli.console import plural
 from langchain_om._cli.receipts import receipts_data, receipts_text
 from langchain_om._cli.storage import CLIError, shown
 from langchain_om.display import render_text
@@ -59,11 +60,6 @@ def _checkpoint_line(found: Any, latest: bool) -> str:
         parts.append(f"{record.get('observed_message_count', 0)} observed")
     line = " · ".join(parts)
     return line + ("  (latest)" if latest else "")
-
-
-def plural(count: int, noun: str) -> str:
-    """``"1 message"``, ``"2 messages"``."""
-    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
 
 
 def _list_checkpoints(

@@ -9,10 +9,14 @@ and the logger gets it redacted too: every logger of the package carries
 :class:`RedactingFilter` (:func:`redacted_logger`), which masks the same secrets in log
 messages, their arguments and tracebacks.
 
-Why not LangChain's ``PIIMiddleware``: it rewrites the agent's own messages and tool results
-inside the agent loop, while :func:`redact_pii` masks only the text memory sends to the
-Observer, leaving the conversation untouched; its built-in detectors (email, credit card, IP,
-MAC address, URL) have no phone number; and it has nothing for secrets in error text and logs.
+:func:`redact_pii` is the default of :func:`langchain_om.transforms.redact_messages`. LangChain's
+``PIIMiddleware`` (langchain 1.5) does not serve there: it is an agent middleware that rewrites
+the agent's own messages in its state before the agent's model call, where memory's hook must
+leave the conversation as it is and mask only the copy the Observer reads; its detectors find
+no phone numbers and take a card number only as four groups of four digits (13 to 19 digits
+here, Luhn-checked, like its check), and they live in a private module
+(``langchain.agents.middleware._redaction``). Nothing in LangChain masks secrets in errors and
+log records.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ __all__ = [
     "redact_secrets",
     "redact_text",
     "redacted_logger",
+    "status_code",
 ]
 
 MASK = "***"
@@ -73,11 +78,15 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+def _masked(text: str) -> str:
+    for pattern, repl in _PATTERNS:
+        text = pattern.sub(repl, text)
+    return text
+
+
 def redact_text(text: str, *, limit: int = MAX_MESSAGE_CHARS) -> str:
     """``text`` on one line with credentials masked, cut to ``limit`` characters."""
-    out = " ".join(text.split())
-    for pattern, repl in _PATTERNS:
-        out = pattern.sub(repl, out)
+    out = _masked(" ".join(text.split()))
     if len(out) > limit:
         out = out[: max(limit - 1, 0)].rstrip() + "…"
     return out
@@ -93,13 +102,8 @@ def redact_secrets(text: str) -> str:
     (``File "…", line N, in f``) are left as they are (their paths are not secrets, and the
     long-token patterns would mask them).
     """
-    out: list[str] = []
-    for line in text.split("\n"):
-        if not _FRAME_LINE.match(line):
-            for pattern, repl in _PATTERNS:
-                line = pattern.sub(repl, line)
-        out.append(line)
-    return "\n".join(out)
+    lines = text.split("\n")
+    return "\n".join(line if _FRAME_LINE.match(line) else _masked(line) for line in lines)
 
 
 class RedactingFilter(logging.Filter):
@@ -158,7 +162,8 @@ class ErrorSummary:
         return f"{self.type}{status}: {self.message}" if self.message else f"{self.type}{status}"
 
 
-def _status_code(exc: BaseException) -> int | None:
+def status_code(exc: BaseException) -> int | None:
+    """The HTTP status code ``exc`` (or its ``response``) carries, else ``None``."""
     for owner in (exc, getattr(exc, "response", None)):
         for name in ("status_code", "status", "http_status", "code"):
             value = getattr(owner, name, None) if owner is not None else None
@@ -169,7 +174,7 @@ def _status_code(exc: BaseException) -> int | None:
 
 def error_summary(exc: BaseException) -> ErrorSummary:
     """The type, HTTP status code (when known) and redacted short message of ``exc``."""
-    return ErrorSummary(type(exc).__name__, _status_code(exc), redact_text(str(exc)))
+    return ErrorSummary(type(exc).__name__, status_code(exc), redact_text(str(exc)))
 
 
 # --- personal data (the PII redactor of the before_observation hook) ------------------------

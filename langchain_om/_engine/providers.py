@@ -5,11 +5,14 @@ names, with errors that say what to install or which key to set; :func:`apply_se
 sampling settings in each provider's own keyword names; :func:`model_id` gives a model's
 ``"provider/model"`` identity. The public names are importable from :mod:`langchain_om.models`.
 
-Why not ``init_chat_model`` alone (it is what builds the model here): it takes
-``"provider:model"`` with LangChain's provider names, while the product takes Mastra / AI SDK
-``"provider/model"`` strings; it infers ``gemini-*`` as ``google_vertexai`` where the default
-here is ``google_genai``; and it says neither which package to install nor which API key to
-set, nor maps sampling settings to each provider's own keyword names.
+Models are built by LangChain's ``init_chat_model``; the tables here hold only what it does
+not know (langchain 1.5): it reads ``"openai:gpt-4o"`` but not the ``"openai/gpt-4o"`` of
+Mastra and the AI SDK, nor their provider names (``google``, ``vertex``, ``mistral``, ``grok``,
+…); it infers Vertex for a bare ``gemini-*`` (with a deprecation warning) where memory means
+Google's API; it names no API key variable, has no check that builds nothing (the config
+check and the default model's choice need one), caches no client, and binds no sampling
+setting in a provider's own keyword (``max_completion_tokens``, ``num_predict``, …) nor
+``providerOptions`` namespaces. Install hints come from its provider registry.
 """
 
 from __future__ import annotations
@@ -66,22 +69,12 @@ _PROVIDER_ALIASES: dict[str, str] = {
     "hf": "huggingface",
 }
 
-# init_chat_model provider -> what to pip install.
+# init_chat_model provider -> the extra of this package that installs it (other providers: the
+# package of LangChain's provider registry).
 _EXTRAS: dict[str, str] = {
     "openai": '"langchain-om[openai]"',
     "azure_openai": '"langchain-om[openai]"',
     "google_genai": '"langchain-om[google]"',
-}
-_PACKAGES: dict[str, str] = {
-    "anthropic": "langchain-anthropic",
-    "google_vertexai": "langchain-google-vertexai",
-    "google_anthropic_vertex": "langchain-google-vertexai",
-    "bedrock": "langchain-aws",
-    "bedrock_converse": "langchain-aws",
-    "anthropic_bedrock": "langchain-aws",
-    "mistralai": "langchain-mistralai",
-    "nvidia": "langchain-nvidia-ai-endpoints",
-    "azure_ai": "langchain-azure-ai",
 }
 
 # init_chat_model provider -> API key environment variable.
@@ -126,23 +119,34 @@ _cache_lock = threading.Lock()
 
 
 def _split_model_string(spec: str) -> tuple[str | None, str]:
-    """Split ``provider/model`` or ``provider:model`` at whichever separator comes first."""
+    """Split ``provider/model`` or ``provider:model`` at whichever separator comes first.
+
+    Raises:
+        ModelResolutionError: nothing follows the separator.
+    """
     text = spec.strip()
     if text == "default":
         text = DEFAULT_MODEL
     cut = min((i for i in (text.find("/"), text.find(":")) if i > 0), default=-1)
-    if cut < 0:
-        # A bare model name: gemini-* must not fall to init_chat_model's Vertex default.
-        return ("google_genai" if text.startswith("gemini") else None), text
-    raw = text[:cut].strip().lower().replace("-", "_")
-    return _PROVIDER_ALIASES.get(raw, raw), text[cut + 1 :].strip()
+    # A bare model name: gemini-* must not fall to init_chat_model's Vertex default.
+    provider = ("google_genai" if text.startswith("gemini") else None) if cut < 0 else None
+    if cut >= 0:
+        raw = text[:cut].strip().lower().replace("-", "_")
+        provider, text = _PROVIDER_ALIASES.get(raw, raw), text[cut + 1 :].strip()
+    if not text:
+        raise ModelResolutionError(
+            f'Model string "{spec}" has no model name; write "provider/model", '
+            'e.g. "openai/gpt-5-mini".'
+        )
+    return provider, text
 
 
-def _install_hint(provider: str, error: BaseException) -> str:
+def _install_hint(provider: str, error: BaseException | None = None) -> str:
     if provider in _EXTRAS:
         return f"pip install {_EXTRAS[provider]}"
-    if provider in _PACKAGES:
-        return f"pip install {_PACKAGES[provider]}"
+    registry = _builtin_providers()
+    if provider in registry:
+        return f"pip install {registry[provider][0].split('.')[0].replace('_', '-')}"
     found = re.search(r"pip install ([\w.\-\[\]]+)", str(error))
     return f"pip install {found.group(1)}" if found else f"pip install langchain-{provider}"
 
@@ -182,11 +186,6 @@ def resolve_model_string(spec: str, **init_kwargs: Any) -> BaseChatModel:
         ChatGoogleGenerativeAI(model='models/gemini-2.5-flash', ...)
     """
     provider, name = _split_model_string(spec)
-    if not name:
-        raise ModelResolutionError(
-            f'Model string "{spec}" has no model name; write "provider/model", '
-            'e.g. "openai/gpt-5-mini".'
-        )
     try:
         key: tuple[Any, ...] | None = (provider, name, tuple(sorted(init_kwargs.items())))
         hash(key)
@@ -296,11 +295,6 @@ def check_model_string(spec: str) -> str | None:
         langchain_om.errors.ModelResolutionError: Unknown provider "nosuchprovider" ...
     """
     provider, name = _split_model_string(spec)
-    if not name:
-        raise ModelResolutionError(
-            f'Model string "{spec}" has no model name; write "provider/model", '
-            'e.g. "openai/gpt-5-mini".'
-        )
     provider = provider or _infer_provider(name)
     if provider is None:
         raise ModelResolutionError(
@@ -316,7 +310,7 @@ def check_model_string(spec: str) -> str | None:
         )
     module = registry[provider][0].split(".")[0]
     if not _installed(module) and not (provider == "ollama" and _installed("langchain_community")):
-        hint = _install_hint(provider, ImportError(f"pip install {module.replace('_', '-')}"))
+        hint = _install_hint(provider)
         raise MissingProviderError(
             f'Model "{spec}" needs the {provider} provider package, which is not installed. '
             f"Run: {hint}   (or pass a chat model instance as the model)."

@@ -80,24 +80,27 @@ class RoleModels:
         )
         return [adapt_attempt(a, effect.role, cfg) for a in planned]
 
-    def _kwargs(self, effect: ModelCall) -> dict[str, Any]:
+    def _kwargs(self, config: RunnableConfig, *, asynchronous: bool) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"policy": self.policy, "config": config}
+        if self.sleep is not None:
+            kwargs["sleep"] = _async_sleep_of(self.sleep) if asynchronous else self.sleep
+        return kwargs
+
+    def _call_kwargs(self, effect: ModelCall, *, asynchronous: bool) -> dict[str, Any]:
         def watch() -> StreamCut:
             return StreamCut(budget=effect.output_budget, source=effect.source)
 
-        return {"policy": self.policy, "config": role_call_config(effect), "watch": watch}
+        kwargs = self._kwargs(role_call_config(effect), asynchronous=asynchronous)
+        return {**kwargs, "watch": watch}
 
     def call(self, effect: ModelCall) -> ModelCallResult:
         """Call the role's models for ``effect`` (blocking), retrying transient errors."""
-        kwargs = self._kwargs(effect)
-        if self.sleep is not None:
-            kwargs["sleep"] = self.sleep
+        kwargs = self._call_kwargs(effect, asynchronous=False)
         return invoke_model(self.attempts(effect), list(effect.messages), **kwargs)
 
     async def acall(self, effect: ModelCall) -> ModelCallResult:
         """Async twin of :meth:`call`."""
-        kwargs = self._kwargs(effect)
-        if self.sleep is not None:
-            kwargs["sleep"] = _async_sleep_of(self.sleep)
+        kwargs = self._call_kwargs(effect, asynchronous=True)
         return await ainvoke_model(self.attempts(effect), list(effect.messages), **kwargs)
 
     def _structured_attempts(
@@ -129,25 +132,23 @@ class RoleModels:
             ValueError: the reply did not parse into the schema.
         """
         attempts, config = self._structured_attempts(request)
-        kwargs: dict[str, Any] = {"policy": self.policy, "config": config}
-        if self.sleep is not None:
-            kwargs["sleep"] = self.sleep
+        kwargs = self._kwargs(config, asynchronous=False)
         return _parsed(invoke_model(attempts, list(request.messages), **kwargs), request)
 
     async def astructured(self, request: StructuredRequest) -> Any:
         """Async twin of :meth:`structured`."""
         attempts, config = self._structured_attempts(request)
-        kwargs: dict[str, Any] = {"policy": self.policy, "config": config}
-        if self.sleep is not None:
-            kwargs["sleep"] = _async_sleep_of(self.sleep)
+        kwargs = self._kwargs(config, asynchronous=True)
         result = await ainvoke_model(attempts, list(request.messages), **kwargs)
         return _parsed(result, request)
 
-    def _first_attempt(self, role: Any, input_tokens: int) -> ModelAttempt | None:
+    def _first_attempt(self, role: str, input_tokens: int) -> ModelAttempt | None:
         """The attempt a ``role`` call over ``input_tokens`` goes to first, or ``None``."""
+        if role not in ("observer", "reflector"):
+            return None
         try:
             probe = ModelCall(
-                role=role,
+                role=role,  # type: ignore[arg-type]
                 messages=[],
                 input_tokens=input_tokens,
                 thread_id="",
@@ -214,8 +215,6 @@ class RoleModels:
 
     def model_id(self, role: str, input_tokens: int) -> str | None:
         """``provider/model`` a role would use for an input of ``input_tokens`` (else ``None``)."""
-        if role not in ("observer", "reflector"):
-            return None
         attempt = self._first_attempt(role, input_tokens)
         return attempt.model_id if attempt is not None else None
 
