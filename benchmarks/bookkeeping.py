@@ -18,8 +18,8 @@ Only the middleware's hooks are timed (CPU time; ``--wall`` for wall-clock), the
 they wrap excluded; the time is split into pieces, each timed exclusive of the pieces it
 calls (so the pieces add up to the total):
 
-* *count*: token counting (``TokenCounter.count_messages`` / ``count_message`` /
-  ``count_text``; the floor's ``count_tokens_approximately`` of new messages);
+* *count*: token counting (``TokenCounter.count_messages`` / ``message_counts`` /
+  ``count_message`` / ``count_text``; the floor's ``count_tokens_approximately`` of new messages);
 * *gate*: the turn plan (``ObservationalMemory.step``: stamping, the decisions whether an
   activation, observation, reflection or buffer is due, the status; also the rare foreground
   cycle such as an activation), minus the counting and store calls it makes;
@@ -184,8 +184,9 @@ def instrument_engine(pieces: Pieces) -> None:
     if _INSTRUMENTED:
         return
     _INSTRUMENTED.append(pieces)
-    for name in ("count_messages", "count_message", "count_text"):
-        setattr(TokenCounter, name, pieces.timed(getattr(TokenCounter, name), "count"))
+    for name in ("count_messages", "message_counts", "count_message", "count_text"):
+        if hasattr(TokenCounter, name):  # message_counts: not in every version measured
+            setattr(TokenCounter, name, pieces.timed(getattr(TokenCounter, name), "count"))
     Executor.execute = pieces.timed(Executor.execute, _store_piece)  # type: ignore[method-assign]
 
 

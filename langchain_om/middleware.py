@@ -201,9 +201,14 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         return self.memory.checkpointer
 
     def _step_args(
-        self, state: dict[str, Any], runtime: Runtime[Any], record: Any
+        self,
+        state: Mapping[str, Any],
+        runtime: Runtime[Any],
+        record: Any,
+        config: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        config = _run_config()
+        if config is None:
+            config = _run_config()
         thread_id, resource_id = run_ids(config, runtime)
         split = split_messages(state.get("messages", []))
         writer = getattr(runtime, "stream_writer", None)
@@ -224,10 +229,12 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             "store": run_store(runtime),
         }
 
-    def _call_args(self, request: ModelRequest, record: Any) -> dict[str, Any]:
+    def _call_args(
+        self, request: ModelRequest, record: Any, config: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """The step before this model call (its model is the step's actor)."""
         self._actor = request.model
-        return self._step_args(dict(request.state), request.runtime, record)
+        return self._step_args(request.state, request.runtime, record, config)
 
     def _done(self, request: ModelRequest, outcome: TurnOutcome) -> _Prepared:
         """The call's step as run on ``request.state``, remembered for a retry of the call.
@@ -360,14 +367,16 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         error propagates when nothing could be freed, the retry overflows too, or
         ``observation.observe_on_context_overflow`` is off.
         """
-        if not memory_enabled(_run_config()):
+        config = _run_config()
+        if not memory_enabled(config):
             return handler(request)  # memory is off for this request: the call as it came
-        require_checkpointer("ObservationalMemoryMiddleware", _run_config() or None)
+        require_checkpointer("ObservationalMemoryMiddleware", config or None)
         store = run_store(request.runtime)
         prepared = self._reused(request)
         if prepared is None:
             record = self.memory.read_state(request.state, store=store)
-            prepared = self._done(request, self.memory.step(**self._call_args(request, record)))
+            args = self._call_args(request, record, config)
+            prepared = self._done(request, self.memory.step(**args))
             self.memory.keep_state(prepared.update, request.state, store=store)
         try:
             return self._response(handler(self._sent(request, prepared)), prepared)
@@ -387,14 +396,15 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse | ExtendedModelResponse[Any]:
         """Async twin of :meth:`wrap_model_call`."""
-        if not memory_enabled(_run_config()):
+        config = _run_config()
+        if not memory_enabled(config):
             return await handler(request)
-        require_checkpointer("ObservationalMemoryMiddleware", _run_config() or None)
+        require_checkpointer("ObservationalMemoryMiddleware", config or None)
         store = run_store(request.runtime)
         prepared = self._reused(request)
         if prepared is None:
             record = await self.memory.aread_state(request.state, store=store)
-            outcome = await self.memory.astep(**self._call_args(request, record))
+            outcome = await self.memory.astep(**self._call_args(request, record, config))
             prepared = self._done(request, outcome)
             await self.memory.akeep_state(prepared.update, request.state, store=store)
         try:

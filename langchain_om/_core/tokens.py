@@ -337,20 +337,38 @@ class TokenCounter:
 
     def count_messages(self, messages: Sequence[BaseMessage]) -> int:
         """Count a conversation: every message plus a per-conversation overhead (0 if empty)."""
-        if not messages:
-            return 0
+        return self.total(self._each(messages)) if messages else 0
+
+    def message_counts(self, messages: Sequence[BaseMessage]) -> list[int] | None:
+        """Each message's count (its overhead included), or ``None`` for a counter whose
+        :meth:`count_messages` is not :meth:`total` of them (a subclass counting otherwise).
+
+        One pass gives the count of the window and of any run of its messages.
+        """
+        if type(self).count_messages is not TokenCounter.count_messages:
+            return None
+        return self._each(messages)
+
+    @staticmethod
+    def total(counts: Sequence[int]) -> int:
+        """:meth:`count_messages` of messages whose :meth:`message_counts` are ``counts``."""
+        return CONVERSATION_OVERHEAD + sum(counts) if counts else 0
+
+    def _each(self, messages: Sequence[BaseMessage]) -> list[int]:
+        """Each message's count, from the process memo by message id when it has it."""
         tag = self._tag or self._resolve_tag()
         general = self._count_one
         memo = TEXT_MEMOS.get(tag) or TEXT_MEMOS.setdefault(tag, TextMemo())
         entries = memo.entries
         # Locals, not globals, in the loop: a global lookup per use is a good part of a hit.
         kinds, plain, ai, tool = _CLASS_KINDS, _PLAIN, _AI, _TOOL
-        total = CONVERSATION_OVERHEAD
+        out: list[int] = []
+        add = out.append
         for message in messages:
             content = message.content
             mid = message.id
             if type(content) is not str or mid is None or message.name:
-                total += general(message, tag)
+                add(general(message, tag))
                 continue
             # A text message without tool calls (most messages): its count depends on the text
             # and, for a tool result, its call id; the process memo by message id answers when
@@ -371,18 +389,18 @@ class TokenCounter:
             elif kind == tool:
                 aux = message.tool_call_id  # type: ignore[attr-defined]
             else:
-                total += general(message, tag)
+                add(general(message, tag))
                 continue
             got = entries.get(mid)
             if got is not None and got[0] == hash(content) and got[1] == aux:
-                total += got[2]
+                add(got[2])
                 continue
             # The memo answers from now on: no cache entry is written on the message (it would
             # be copied into every checkpoint of the window); a new process counts it once.
             n = general(message, tag, persist=False)
             memo.put(mid, content, aux, n)
-            total += n
-        return total
+            add(n)
+        return out
 
     def _count_one(self, message: BaseMessage, tag: str, persist: bool = True) -> int:
         """Count one message from its cache entry (the parts' keys checked), else recount.

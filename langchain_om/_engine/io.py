@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, NotRequired, Required, TypedDict, TypeVar
+from typing import Any, Literal, NotRequired, Required, TypedDict, TypeVar, cast
 
 from langchain_core.messages import (
     BaseMessage,
@@ -270,6 +270,8 @@ def as_messages(messages: Sequence[MessageLikeRepresentation]) -> list[BaseMessa
             f"messages must be a list of messages, got one {type(messages).__name__}; "
             'wrap it in a list, e.g. messages=[("user", "hello")].'
         )
+    if all(isinstance(m, BaseMessage) for m in messages):
+        return cast("list[BaseMessage]", list(messages))  # as convert_to_messages, cheaper
     return convert_to_messages(messages)
 
 

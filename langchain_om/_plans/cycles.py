@@ -27,12 +27,9 @@ from langchain_om.config import ObservationalMemoryConfig
 from langchain_om.errors import CycleFailedError
 from langchain_om.events import (
     ArchiveStatus,
-    BufferedObservationsStatus,
-    BufferedReflectionStatus,
     BufferingEndEvent,
     BufferingFailedEvent,
     BufferingStartEvent,
-    MemorySavings,
     ObservationEndEvent,
     ObservationFailedEvent,
     ObservationStartEvent,
@@ -40,7 +37,6 @@ from langchain_om.events import (
     SpendStatus,
     StatusEvent,
     ThreadUpdateEvent,
-    WindowUsage,
 )
 
 logger = redacted_logger("langchain_om")
@@ -68,40 +64,39 @@ def status_event(
     """``data-om-status`` for a record, its window and the buffered work."""
     obs_status = "running" if buffering else ("complete" if chunks else "idle")
     ref_status = "running" if reflecting else ("complete" if reflection else "idle")
-    return StatusEvent(
-        messages=WindowUsage(tokens=window_tokens, threshold=env.message_threshold(record)),
-        observations=WindowUsage(
-            tokens=record["observation_tokens"],
-            threshold=env.config.reflection.observation_tokens_abs,
-        ),
-        buffered_observations=BufferedObservationsStatus(
-            chunks=len(chunks),
-            message_tokens=sum(int(c["message_tokens"]) for c in chunks),
-            projected_message_removal=projected_removal,
-            observation_tokens=sum(int(c["tokens"]) for c in chunks),
-            status=obs_status,
-        ),
-        buffered_reflection=BufferedReflectionStatus(
-            input_observation_tokens=int(reflection["input_tokens"]) if reflection else 0,
-            observation_tokens=int(reflection["tokens"]) if reflection else 0,
-            status=ref_status,
-        ),
-        record_id=record["record_id"],
-        thread_id=record["thread_id"],
-        step_number=step_number,
-        generation_count=record["generation"],
-        savings=_savings(record),
-        archive=_archive_status(env, record),
-        spend=spend,
-    )
-
-
-def _savings(record: OMRecord) -> MemorySavings:
     found = savings(record)
-    return MemorySavings(
-        observed_tokens=found.observed_tokens,
-        context_tokens=found.context_tokens,
-        tokens_saved=found.tokens_saved,
+    # One validation of the whole event (its parts as dicts): built before every model call.
+    return StatusEvent.model_validate(
+        {
+            "messages": {"tokens": window_tokens, "threshold": env.message_threshold(record)},
+            "observations": {
+                "tokens": record["observation_tokens"],
+                "threshold": env.config.reflection.observation_tokens_abs,
+            },
+            "buffered_observations": {
+                "chunks": len(chunks),
+                "message_tokens": sum(int(c["message_tokens"]) for c in chunks),
+                "projected_message_removal": projected_removal,
+                "observation_tokens": sum(int(c["tokens"]) for c in chunks),
+                "status": obs_status,
+            },
+            "buffered_reflection": {
+                "input_observation_tokens": int(reflection["input_tokens"]) if reflection else 0,
+                "observation_tokens": int(reflection["tokens"]) if reflection else 0,
+                "status": ref_status,
+            },
+            "record_id": record["record_id"],
+            "thread_id": record["thread_id"],
+            "step_number": step_number,
+            "generation_count": record["generation"],
+            "savings": {
+                "observed_tokens": found.observed_tokens,
+                "context_tokens": found.context_tokens,
+                "tokens_saved": found.tokens_saved,
+            },
+            "archive": _archive_status(env, record),
+            "spend": spend,
+        }
     )
 
 

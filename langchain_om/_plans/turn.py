@@ -156,6 +156,10 @@ class _Step:
     """The backoff of a failed background reflection, if one is stored."""
     buffer_failed: BackoffState | None = None
     """The backoff of a failed background observation, if one is stored."""
+    counts: list[int] | None = None
+    """Each message's tokens in ``counted`` (``None``: the counter counts lists otherwise)."""
+    counted: list[BaseMessage] | None = None
+    """The window ``counts`` are of (``out.window`` when it has not changed since)."""
 
     def load(self, buffered: _Buffered) -> None:
         self.chain, self.reflection = buffered.chain, buffered.reflection
@@ -177,8 +181,23 @@ class _Step:
         return ref_key(self.inp.thread_id)
 
     def recount(self) -> None:
-        self.tokens = self.env.counter.count_messages(self.out.window)
+        counter, window = self.env.counter, self.out.window
+        self.counts = counter.message_counts(window)
+        self.counted = window
+        if self.counts is None:
+            self.tokens = counter.count_messages(window)
+        else:
+            self.tokens = counter.total(self.counts)
         self.reported = 0
+
+    def count_run(self, start: int, messages: Sequence[BaseMessage]) -> int:
+        """Tokens of ``messages``, the window's messages from ``start`` on (counted once)."""
+        if not messages:
+            return 0
+        counts, window = self.counts, self.out.window
+        if counts is None or self.counted is not window or len(counts) != len(window):
+            return self.env.counter.count_messages(messages)
+        return self.env.counter.total(counts[start : start + len(messages)])
 
     @property
     def trigger_tokens(self) -> int:
@@ -459,11 +478,15 @@ def _buffer_job(
     return BackgroundJob(obs_key(inp.thread_id), plan)
 
 
+def _covered(chain: Sequence[Mapping[str, Any]]) -> int:
+    """How many leading messages of the window the chain's chunks cover."""
+    return sum(len(c["message_ids"]) for c in chain)
+
+
 def _uncovered(
     chain: Sequence[Mapping[str, Any]], window: Sequence[BaseMessage], *, idle: bool
 ) -> list[BaseMessage]:
-    covered = sum(len(c["message_ids"]) for c in chain)
-    return buffer_candidates(window[covered:], idle=idle)
+    return buffer_candidates(window[_covered(chain) :], idle=idle)
 
 
 def _start_buffer(step: _Step) -> Plan[None]:
@@ -472,7 +495,7 @@ def _start_buffer(step: _Step) -> Plan[None]:
     if backing_off(step.buffer_failed, step.now) or not cadence_due(env, out.record):
         return
     candidates = _uncovered(step.chain, out.window, idle=inp.idle)
-    unbuffered = env.counter.count_messages(candidates) if candidates else 0
+    unbuffered = step.count_run(_covered(step.chain), candidates)
     interval = env.config.observation.buffer_interval_tokens or step.threshold
     if should_buffer(
         unbuffered=unbuffered,
