@@ -60,9 +60,8 @@ from langchain_om.middleware import ObservationalMemoryMiddleware
 from langchain_om.models import ModelByInputTokens, ModelWithRetries
 from langchain_om.tools import create_recall_tool
 
-__version__ = (
-    "0.1.0"  # hatch reads it at build time; `langchain-om --version` asks the installed package
-)
+# One line, as hatch reads it at build time; `langchain-om --version` asks the installed package.
+__version__ = "0.1.0"
 
 __all__ = [
     "CallableTokenCounter",
