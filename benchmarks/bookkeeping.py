@@ -6,7 +6,8 @@ them alike), each on an in-memory checkpointer that keeps the latest checkpoint
 (``durability="exit"``):
 
 * ``om``: ``ObservationalMemoryMiddleware`` (message_tokens 3 000, observation_tokens 4 000,
-  default buffering, ``memory_model(even=True)`` Observer/Reflector, ``background="manual"``:
+  default buffering, ``memory_model(even=True, stream_by="reply")`` Observer/Reflector
+  answering in one piece as the floor's model does, ``background="manual"``:
   ``memory.run_background()`` runs after each turn, outside the timed region, so the
   background buffering and reflection a worker thread would do still happen, in order);
 * ``floor``: :class:`FloorMiddleware`, the least a memory middleware can do in the same
@@ -306,7 +307,9 @@ def build(name: str, pieces: Pieces) -> Setup:
         return Setup(name, agent, pieces)
     if name != "om":
         raise ValueError(f"unknown setup {name!r}")
-    observer = memory_model(even=True)  # reflections of long one-day logs pass retention
+    # even: reflections of long one-day logs pass retention; stream_by="reply": the reply
+    # arrives in one piece, as an instant model's answer does
+    observer = memory_model(even=True, stream_by="reply")
     memory = ObservationalMemory(
         checkpointer=LatestCheckpointSaver(), model=observer, background="manual", **OM_OPTIONS
     )

@@ -6,8 +6,9 @@ interleaved round-robin (machine noise hits them alike):
 * ``plain``: no memory (the whole history stays in state; fast-forwarded to each measured
   window in one untimed call, as its turns grow with the history);
 * ``om``: ``ObservationalMemoryMiddleware`` with default buffering (message_tokens 3 000,
-  observation_tokens 4 000, ``background="manual"``: the background work a worker thread
-  would do runs after each turn, outside the turn, and is timed on its own);
+  observation_tokens 4 000, a scripted Observer/Reflector whose reply arrives in one chunk
+  as the other agents' instant models answer, ``background="manual"``: the background work
+  a worker thread would do runs after each turn, outside the turn, and is timed on its own);
 * ``summarization``: LangChain's ``SummarizationMiddleware`` (trigger 3 000 tokens, keep 20
   messages, instant summarizer);
 * ``floor``: a minimal memory middleware that counts only new messages, writes one small
@@ -177,7 +178,9 @@ class Setup:
 def build(name: str, sqlite_path: str | None) -> Setup:
     actor = InstantChatModel()
     if name == "om":
-        observer = memory_model(even=True)  # reflections of long one-day logs pass retention
+        # even: reflections of long one-day logs pass retention; stream_by="reply": the reply
+        # arrives in one piece, as the summarizer's instant model answers
+        observer = memory_model(even=True, stream_by="reply")
         options: dict[str, Any] = {"model": observer, "background": "manual", **OM_OPTIONS}
         if sqlite_path:
             memory = ObservationalMemory.from_sqlite(sqlite_path, **options)

@@ -114,8 +114,12 @@ class Loop:
     """How often the unit occurs."""
 
 
+@functools.lru_cache(maxsize=4096)
 def loop_key(line: str) -> str:
-    """The part of a line that a loop repeats: bullets, numbering, marks and times removed."""
+    """The part of a line that a loop repeats: bullets, numbering, marks and times removed.
+
+    Memoised: a log's lines are checked again by every reply judged against it.
+    """
     text = line.strip()
     previous = None
     while text and text != previous:

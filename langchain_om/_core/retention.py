@@ -290,6 +290,13 @@ def _terms(text: str) -> set[str]:
     return content_terms(_normal_number(text)) | set(_NUMBER.findall(_normal_number(text)))
 
 
+@functools.lru_cache(maxsize=4096)
+def _line_terms(line: str) -> frozenset[str]:
+    """The terms of an observation line's content, memoised: every reflection of a log
+    judges most of the lines the one before it judged."""
+    return frozenset(_terms(line_content(line)))
+
+
 def _kept(terms: frozenset[str], out_terms: set[str]) -> bool:
     found = terms & out_terms
     words = any(not term[0].isdigit() for term in found)
@@ -305,7 +312,7 @@ def _judged_lines(text: str, high_only: bool) -> tuple[frozenset[str], ...]:
             continue
         if high_only and _HIGH not in line[:8]:
             continue
-        terms = frozenset(_terms(line_content(line)))
+        terms = _line_terms(line)
         if terms:
             out.append(terms)
     return tuple(out)
@@ -318,7 +325,7 @@ def _invented(input_text: str, output_text: str) -> tuple[int, int]:
     for line in output_text.splitlines():
         if parse_date_header(line.strip()) is not None:
             continue
-        terms = _terms(line_content(line))
+        terms = _line_terms(line)
         if not terms:
             continue
         lines += 1

@@ -11,6 +11,7 @@ input, so apps that use OM can be tested offline.
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from langchain_core.messages import BaseMessage
 
@@ -116,7 +117,12 @@ def _label(history: str) -> str:
 
 
 def memory_model(
-    *, words: int = 8, keep: float = 0.3, name: str = "memory", even: bool = False
+    *,
+    words: int = 8,
+    keep: float = 0.3,
+    name: str = "memory",
+    even: bool = False,
+    stream_by: Literal["word", "reply"] = "word",
 ) -> FunctionChatModel:
     """A scripted model that acts as both Observer and Reflector.
 
@@ -128,6 +134,8 @@ def memory_model(
         even: when a reflection must shrink to the size its prompt asks for, keep as many
             lines as fit, spread evenly (long logs of distinct facts: every k-th line keeps
             too few to pass the retention check); by default every k-th line.
+        stream_by: how a streamed reply arrives: ``"word"`` chunks (as providers stream) or
+            the whole ``"reply"`` in one chunk (benchmarks beside a model answering at once).
 
     Example:
         >>> from langchain_om import ObservationalMemory
@@ -161,4 +169,4 @@ def memory_model(
             "<suggested-response>Answer the latest message.</suggested-response>" + summary
         )
 
-    return FunctionChatModel(function=reply, model_name=name)
+    return FunctionChatModel(function=reply, model_name=name, stream_by=stream_by)

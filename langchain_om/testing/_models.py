@@ -12,7 +12,7 @@ import inspect
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from typing import Any, Self, TypeAlias
+from typing import Any, Literal, Self, TypeAlias
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.exceptions import OutputParserException
@@ -65,6 +65,11 @@ class _RecordingChatModel(AnsweringChatModel):
     """Recorded in every call's ``kwargs`` when set (a ``bind`` value wins)."""
     delay: float = Field(default=0.0, ge=0.0)
     """Seconds to wait before replying (``time.sleep`` sync, ``asyncio.sleep`` async)."""
+    stream_by: Literal["word", "reply"] = "word"
+    """How a streamed reply arrives: one chunk per word, as providers stream (the default),
+    or the whole text in one chunk, as from a provider that does not stream. Benchmarks that
+    put memory beside an agent whose model answers in one piece use ``"reply"``, so they time
+    memory rather than LangChain's per-chunk message objects."""
 
     _calls: list[RecordedCall] = PrivateAttr(default_factory=list)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -174,7 +179,7 @@ class _RecordingChatModel(AnsweringChatModel):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         call = self._record(messages, stop, kwargs, async_=False, streamed=True)
-        yield from reply_chunks(self._message(call))
+        yield from reply_chunks(self._message(call), whole=self.stream_by == "reply")
 
     async def _astream(
         self,
@@ -184,7 +189,8 @@ class _RecordingChatModel(AnsweringChatModel):
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
         call = self._record(messages, stop, kwargs, async_=True, streamed=True)
-        for chunk in reply_chunks(await self._amessage(call)):
+        message = await self._amessage(call)
+        for chunk in reply_chunks(message, whole=self.stream_by == "reply"):
             yield chunk
 
     # --- identity ------------------------------------------------------------------------------

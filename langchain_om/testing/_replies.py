@@ -138,11 +138,16 @@ def to_message(reply: object, call: RecordedCall) -> AIMessage:
     raise TypeError(msg)
 
 
-def reply_chunks(message: AIMessage) -> Iterator[ChatGenerationChunk]:
-    """Split a reply into word chunks; tool calls, usage and metadata ride on the last chunk."""
+def reply_chunks(message: AIMessage, *, whole: bool = False) -> Iterator[ChatGenerationChunk]:
+    """Split a reply into word chunks (``whole``: one chunk of all its text).
+
+    Tool calls, usage and metadata ride on the last chunk.
+    """
     content = message.content
     pieces: list[str | list[str | dict[Any, Any]]]
-    if isinstance(content, str):
+    if whole:
+        pieces = [content] if content else []
+    elif isinstance(content, str):
         pieces = [p for p in re.split(r"(?<=\s)(?=\S)", content) if p]
     else:
         pieces = [content]

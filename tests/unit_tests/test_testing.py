@@ -32,6 +32,7 @@ from langchain_om.testing import (
     ScriptExhaustedError,
     _errors,
     _models,
+    memory_model,
     pytest_plugin,
     rate_limit_error,
     server_error,
@@ -134,6 +135,28 @@ def test_stream_splits_on_whitespace_and_keeps_tool_calls_for_the_last_chunk() -
     assert total.content == "Adding  them\nnow"
     assert total.tool_calls == [call]
     assert total.usage_metadata is not None and total.usage_metadata["input_tokens"] == 1
+
+
+async def test_stream_by_reply_sends_the_text_in_one_chunk_with_the_same_message() -> None:
+    call = {"name": "add", "args": {"a": 1}, "id": "c1", "type": "tool_call"}
+    script = [AIMessage("Adding  them\nnow", tool_calls=[call])] * 2
+    whole = ScriptedChatModel(script=script, stream_by="reply")
+    by_word = ScriptedChatModel(script=script)
+    chunks = list(whole.stream("hi"))
+    assert [c.content for c in chunks] == ["Adding  them\nnow", ""]
+    achunks = [c async for c in whole.astream("hi")]
+    assert [c.content for c in achunks] == ["Adding  them\nnow", ""]
+    merged, expected = chunks[0] + chunks[1], list(by_word.stream("hi"))
+    total = expected[0]
+    for chunk in expected[1:]:
+        total = total + chunk
+    assert (merged.content, merged.tool_calls) == (total.content, total.tool_calls)
+    observer = memory_model(stream_by="reply")
+    prompt = "## New Messages to Observe\nUser: I moved to Lisbon last week."
+    assert len(list(observer.stream(prompt))) == 2
+    assert len(list(memory_model().stream(prompt))) > 2
+    with pytest.raises(ValidationError):
+        ScriptedChatModel(script=["x"], stream_by="token")  # type: ignore[arg-type]
 
 
 def test_exhausted_script_raises_a_clear_assertion_error() -> None:
