@@ -83,14 +83,17 @@ def _thinned_within(lines: list[str], target: int, even: bool = False) -> list[s
 
     ``Date:`` headers stay with the lines they date; the thinning is even, like a Reflector
     that drops detail everywhere rather than forgetting the start. With ``even`` it keeps a
-    share of about ``target / size`` of the lines instead (as many as fit).
+    share of about ``0.65 * target / size`` of the lines instead (as many as surely fit).
     """
     bullets = [i for i, line in enumerate(lines) if not line.startswith("Date:")]
     size = _estimate([lines[i] for i in bullets])
-    if size < max(1, target) or len(bullets) < 3:
+    # ``even`` aims below the target: the estimate runs low on lines with marks and times,
+    # and a reply over the target costs the caller a retry at the next compression level.
+    goal = max(1, int(0.65 * target) if even else target)
+    if size < goal or len(bullets) < 3:
         return lines
     if even:
-        share = 0.8 * max(1, target) / size
+        share = goal / size
         keep = {i for n, i in enumerate(bullets) if int((n + 1) * share) > int(n * share)}
     else:
         keep = set(bullets[:: -(-size // max(1, target)) + 1])

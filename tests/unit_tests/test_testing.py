@@ -519,11 +519,13 @@ def test_memory_model_even_thinning_keeps_enough_of_a_long_log_of_distinct_facts
         for i in range(120)
     )
     count = TokenCounter().count_text
-    verdicts = {}
+    verdicts, sizes = {}, {}
     for even in (False, True):
         out = _reflect(log, 0.3, 8, 1_000, even)
+        sizes[even] = count(out)
         verdicts[even] = check_reflection(
             log, out, input_tokens=count(log), output_tokens=count(out), target_tokens=1_000
         )
     assert verdicts[True].accepted, verdicts[True].detail
+    assert sizes[True] < 1_000  # under the target at the first attempt: no retry ladder
     assert verdicts[True].kept_facts > verdicts[False].kept_facts  # every k-th keeps fewer
