@@ -46,6 +46,7 @@ EVAL_COMMAND = ["eval", "--format", "locomo", "--data", EVAL_DATA, "--scripted"]
 """The offline eval the README shows (``langchain-om eval ...``), written to ``eval-scripted``."""
 
 TURN_TARGET = 1.1
+WHOLE_TARGET = 1.0
 BACKGROUND_TARGET_MS = 0.5
 FIRST_TURN_SLACK_S = 0.1
 IMPORT_TARGET = 1.2
@@ -179,6 +180,19 @@ def performance(results: Path) -> str:
             f"{_number(summ[mid]['CPU ms (wall)']):.2f} ms at {_points([turns[mid]])})"
         )
         out.append([label, text, _met(all(x <= TURN_TARGET for x in ratios))])
+    for label, om in (
+        (
+            "whole cost ≤ 1.0× `SummarizationMiddleware` (memory's background work inside, CPU "
+            "of all threads), InMemorySaver",
+            om_mem,
+        ),
+        ("… SqliteSaver", om_sql),
+    ):
+        ratios = [_number(r["whole vs summarizer"]) for r in om]
+        text = " / ".join(f"{x:.2f}×" for x in ratios)
+        if label.startswith("whole"):
+            text += f" at {points} turns"
+        out.append([label, text, _met(all(x <= WHOLE_TARGET for x in ratios))])
 
     def spread(values: list[float]) -> str:
         low, high = min(values), max(values)
@@ -414,8 +428,41 @@ def eval_local_judged(results: Path) -> str:
     return render(_LOCAL_HEADERS, rows, right=range(2, 8))
 
 
+def bookkeeping(results: Path) -> str:
+    """Memory's own work per turn, piece by piece, at the last point of ``bookkeeping.py``."""
+    data = _json(results, "bookkeeping.json")
+    last = str(data["points"][-1])
+    om, floor = data["series"]["om"][last], data["series"]["floor"][last]
+    rows = []
+    for piece in (*data["pieces"], "total", "whole turn"):
+        name = f"**{piece}**" if piece == "total" else piece
+        a, b = om[piece], floor[piece]
+        ratio = f"{a['median_ms'] / b['median_ms']:.1f}×" if b["median_ms"] > 0 else "—"
+        rows.append(
+            [
+                name,
+                f"{a['median_ms']:.3f} ({a['mean_ms']:.3f})",
+                f"{b['median_ms']:.3f} ({b['mean_ms']:.3f})",
+                ratio,
+            ]
+        )
+    total = om["total"]["median_ms"]
+    target = float(data["target_ms"])
+    table_text = render(
+        [f"piece (ms per turn at {int(last):,} turns)", "langchain-om", "floor", "ratio"],
+        rows,
+        right=(1, 2, 3),
+    )
+    verdict = "met" if total <= target else "**not met**"
+    return (
+        f"{table_text}\n\nMedian (mean in brackets) over the last {min(int(last) // 2, 200)} "
+        f"turns; target: memory's own work ≤ {target:g} ms per turn: {total:.3f} ms, {verdict}."
+    )
+
+
 TABLES: dict[str, Callable[[Path], str]] = {
     "performance": performance,
+    "bookkeeping": bookkeeping,
     "workers": workers,
     "eval-scripted": eval_scripted,
     "eval-local": eval_local,

@@ -6,7 +6,9 @@ Runs, one after the other, each in its own process:
 * ``tokens.py``: token counting throughput (cold, cached, approximate, raw tiktoken);
 * ``recall.py``: recall page reads at two archive sizes;
 * ``compare.py``: a whole turn beside the summarizer, a plain agent and a floor middleware on
-  InMemorySaver and SqliteSaver (CPU/wall, bytes written per turn, startup);
+  InMemorySaver and SqliteSaver (CPU/wall, the whole cost with memory's background work,
+  bytes written per turn, startup);
+* ``bookkeeping.py``: memory's own work per turn, piece by piece, beside a floor middleware;
 * ``threads.py`` (full and quick runs; the tests run its smoke mode on their own): the
   per-turn cost on a store holding 100, 1 000 and 5 000 other threads;
 
@@ -65,6 +67,8 @@ def run_all(mode: str, out: Path) -> str:
     recall = run("recall.py", *recall_args, capture=True)
     compare_args = {"full": ["--full"], "quick": [], "smoke": ["--smoke"]}[mode]
     run("compare.py", *compare_args, "--out", str(out / "compare.md"))
+    book_args = {"full": [], "quick": ["--quick"], "smoke": ["--smoke"]}[mode]
+    run("bookkeeping.py", *book_args, "--out", str(out / "bookkeeping.md"))
     if mode != "smoke":
         run("threads.py", "--out", str(out / "threads.md"))
     return recall
@@ -229,6 +233,14 @@ def write_report(out: Path, mode: str, recall_output: str) -> Path:
             "## Beside the alternatives (`benchmarks/compare.py`)",
             "",
             _body(compare_path.read_text(encoding="utf-8")),
+        ]
+    book_path = out / "bookkeeping.md"
+    if book_path.exists():
+        parts += [
+            "",
+            "## Memory's own work, piece by piece (`benchmarks/bookkeeping.py`)",
+            "",
+            _body(book_path.read_text(encoding="utf-8")),
         ]
     threads_path = out / "threads.md"
     if mode != "smoke" and threads_path.exists():

@@ -1,8 +1,8 @@
 """The benchmark scripts run end to end in their smallest modes and write well-formed results.
 
 One ``report.py --smoke`` run (module fixture) drives ``turns.py --smoke``, ``tokens.py --quick``,
-``recall.py --quick`` and ``compare.py --smoke``; the tests check the shape of what they wrote,
-never the timings.
+``recall.py --quick``, ``compare.py --smoke`` and ``bookkeeping.py --smoke``; the tests check the
+shape of what they wrote, never the timings.
 """
 
 from __future__ import annotations
@@ -179,6 +179,28 @@ def test_compare_reports_every_setup_store_and_target(results: Path) -> None:
     assert len(whole) == 2 * len(POINTS)  # the whole-cost view beside today's, per store and point
     assert "whole vs summarizer" in text
     assert "## Beside the alternatives" in (results / "README.md").read_text(encoding="utf-8")
+
+
+def test_bookkeeping_splits_memory_work_into_pieces_for_both_setups(results: Path) -> None:
+    data = json.loads((results / "bookkeeping.json").read_text(encoding="utf-8"))
+    assert data["points"] == POINTS and data["meta"]["mode"] == "smoke"
+    pieces = data["pieces"]
+    assert {"count", "gate", "render", "record write", "store reads"} <= set(pieces)
+    for setup in ("om", "floor"):
+        for point in POINTS:
+            cells = data["series"][setup][str(point)]
+            assert set(cells) == {*pieces, "total", "whole turn"}
+            assert all(c["median_ms"] >= 0 and c["mean_ms"] >= 0 for c in cells.values())
+            # the pieces are parts of the hooks, the hooks part of the turn
+            assert cells["total"]["mean_ms"] <= cells["whole turn"]["mean_ms"]
+            summed = sum(cells[p]["mean_ms"] for p in pieces)
+            assert abs(summed - cells["total"]["mean_ms"]) < 1e-6 * max(1.0, summed)
+    om = data["series"]["om"][str(POINTS[-1])]
+    assert om["count"]["mean_ms"] > 0 and om["gate"]["mean_ms"] > 0  # memory did count, gate
+    text = (results / "bookkeeping.md").read_text(encoding="utf-8")
+    assert "Target: memory's own work" in text
+    report = (results / "README.md").read_text(encoding="utf-8")
+    assert "## Memory's own work, piece by piece" in report
 
 
 def test_worker_benchmark_runs_and_checks_its_invariants() -> None:
