@@ -35,6 +35,7 @@ echo the prompt, repeat the log or are not grounded.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -245,6 +246,13 @@ class _Instructions:
         return hits / len(grams) >= _ECHO_OVERLAP
 
 
+@functools.lru_cache(maxsize=8)
+def _instructions(text: str) -> _Instructions:
+    """:class:`_Instructions` of a prompt, memoised: every reply of a role is judged against
+    the same instructions (the object is only read)."""
+    return _Instructions(text)
+
+
 def _words(text: str) -> list[str]:
     return _WORDS.findall(text.casefold())
 
@@ -320,7 +328,7 @@ def judge_observation(
     if output.degenerate or is_degenerate(output.observations, source=source):
         return reject("degenerate", "the reply was a repetition loop")
     tokens = count(output.observations) if output.observations else 0
-    prompt = _Instructions(instructions)
+    prompt = _instructions(instructions)
     lines = output.observations.split("\n") if output.observations else []
     content = [line for line in lines if line.strip() and not _is_header(line)]
     if not content:

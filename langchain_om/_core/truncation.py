@@ -138,7 +138,7 @@ def _truncate(text: str, budget: int | None, count: Callable[[str], int]) -> Tru
         return TruncatedObservations(text, False, 0, len(lines))
     if budget <= 0:
         return TruncatedObservations("", bool(lines), len(lines), 0)
-    if count(text) <= budget:
+    if not _surely_over(lines, header_costs, budget) and count(text) <= budget:
         return TruncatedObservations(text, False, 0, len(lines))
     if not lines:  # only headers and blank lines, and still too big
         return TruncatedObservations("", False, 0, 0)
@@ -155,6 +155,18 @@ def _truncate(text: str, budget: int | None, count: Callable[[str], int]) -> Tru
             return TruncatedObservations(rendered, hidden > 0, hidden, len(kept))
         effective -= max(1, real - budget)
     return _newest_only(lines, budget, count)
+
+
+def _surely_over(lines: Sequence[_Line], header_costs: dict[str, int], budget: int) -> bool:
+    """Whether the log's per-line costs exceed ``budget`` by more than joining could save.
+
+    A line's cost is counted on its own after a newline; joined, a boundary merges at most a
+    token or two, so a sum this far over the budget needs no count of the whole log (a
+    tokenizer call over thousands of tokens, at every observation).
+    """
+    boundaries = len(lines) + len(header_costs)
+    estimate = sum(line.cost for line in lines) + sum(header_costs.values())
+    return estimate - 2 * boundaries > budget
 
 
 def _parse(text: str, count: Callable[[str], int]) -> tuple[list[_Line], dict[str, int]]:
@@ -184,7 +196,8 @@ def _select(
     base = count_headers = 0
     n = len(lines)
     important = [i for i in range(n) if lines[i].important]
-    best: tuple[tuple[int, int], set[int]] | None = None
+    best: tuple[tuple[int, int], set[int], int] | None = None
+    """(score, the lines kept, the budget left): gaps are filled once, for the best only."""
     tail_headers: set[str] = set()
     tail_important = 0
     for t in range(n - 1, -1, -1):
@@ -216,9 +229,10 @@ def _select(
                 headers.add(header)
         score = (tail_important + len(chosen), n - t)
         if best is None or score > best[0]:
-            kept = set(range(t, n)) | set(chosen)
-            best = (score, _fill_single_gaps(lines, kept, budget - cost, marker_cost))
-    return None if best is None else best[1]
+            best = (score, set(range(t, n)) | set(chosen), budget - cost)
+    if best is None:
+        return None
+    return _fill_single_gaps(lines, best[1], best[2], marker_cost)
 
 
 def _fill_single_gaps(

@@ -12,6 +12,8 @@ from langchain_om._core.dates import parse_date_header
 from langchain_om._core.tokens import count_tokens
 from langchain_om._core.truncation import (
     TRUNCATED_SUFFIX,
+    _parse,
+    _surely_over,
     cut_to_tokens,
     hidden_marker,
     is_important,
@@ -125,6 +127,22 @@ def test_truncation_properties(
     rows = [r for r in result.text.splitlines() if r and parse_date_header(r) is None]
     hidden_seen = sum(int(r[1:].split()[0]) for r in rows if MARKER.match(r))
     assert hidden_seen == result.hidden_lines or (minimal and hidden_seen == 0)
+
+
+@pytest.mark.parametrize("count", COUNTERS, ids=lambda c: getattr(c, "__name__", "counter"))
+@settings(max_examples=200, deadline=None)
+@given(entries=_ENTRIES)
+def test_a_log_judged_surely_over_its_budget_is_over_it(
+    count: Callable[[str], int], entries: list[tuple[str, str, bool, bool]]
+) -> None:
+    # The largest budget the per-line estimate calls "surely over" without counting the log.
+    log = build_log(entries)
+    lines, header_costs = _parse(log.text, count)
+    estimate = sum(line.cost for line in lines) + sum(header_costs.values())
+    budget = estimate - 2 * (len(lines) + len(header_costs)) - 1
+    assert _surely_over(lines, header_costs, budget)
+    assert not _surely_over(lines, header_costs, budget + 1)
+    assert count(log.text) > budget  # the whole log, counted, is over it too
 
 
 def test_no_budget_and_zero_budget() -> None:
