@@ -17,6 +17,7 @@ and content words): the measure behind the floor on lazy observations.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -106,7 +107,9 @@ MIN_CLAIM_WORDS = 3
 (``Tomasz: I'm not sure what to do`` says nothing that could be checked)."""
 
 
+@functools.lru_cache(maxsize=16_384)
 def _stem(word: str) -> str:
+    """The stem of a word (memoised: a conversation repeats its words)."""
     w = word.casefold().replace("’", "'")
     if w.endswith("'s"):
         w = w[:-2]

@@ -245,6 +245,8 @@ class TokenCounter:
         self._family = provider_family(provider)
         self._bound: dict[str, TokenCounter] = {}
         self.encode_calls = 0
+        self._long: dict[str, int] = {}
+        """Counts of long texts (prompts sent again and again), see :meth:`count_text`."""
         self._source: str | None = None
         self._tag: str | None = None
         self._count: Callable[[str], int] = heuristic_count
@@ -323,13 +325,28 @@ class TokenCounter:
         return self._source or self._resolve()
 
     def count_text(self, text: str) -> int:
-        """Count the tokens of ``text`` (no overhead, no cache)."""
+        """Count the tokens of ``text`` (no overhead).
+
+        Texts of 2 000 to 200 000 characters are remembered with their count (the last 32 per
+        counter): a prompt's instructions are counted again at every memory call.
+        """
         if not text:
             return 0
+        long = _LONG_MIN <= len(text) <= _LONG_MAX
+        if long and (hit := self._long.get(text)) is not None:
+            return hit
         if self._source is None:
             self._resolve()
         self.encode_calls += 1
-        return self._count(text)
+        n = self._count(text)
+        if long:
+            # An Observer or Reflector prompt's instructions are the same text at every call,
+            # in a new message each time (so with no cache entry): hashing and comparing the
+            # text costs a fraction of tokenizing it again.
+            if len(self._long) >= _LONG_ENTRIES:
+                self._long.clear()
+            self._long[text] = n
+        return n
 
     def count_message(self, message: BaseMessage) -> int:
         """Count one message: its parts (cached on the message) plus per-message overhead."""
@@ -571,6 +588,10 @@ class TokenCounter:
             metadata[OM_META_KEY] = om
         om["tok"] = counted
         return total
+
+
+_LONG_MIN, _LONG_MAX, _LONG_ENTRIES = 2_000, 200_000, 32
+"""Texts of this many characters are remembered with their count, up to so many per counter."""
 
 
 # ---------------------------------------------------------------------------------------------

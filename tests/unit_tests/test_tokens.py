@@ -807,3 +807,22 @@ def test_prefetch_loads_in_the_background_and_counts_the_same(
     assert loader.calls == 1
     TokenCounter(source="heuristic").prefetch()  # never loads
     assert loader.calls == 1
+
+
+def test_a_long_text_counted_again_is_not_tokenized_again() -> None:
+    counter = TokenCounter()
+    prompt = "Observe the conversation below and write dated notes. " * 60  # ~3 300 chars
+    first = counter.count_text(prompt)
+    calls = counter.encode_calls
+    assert counter.count_text("".join(list(prompt))) == first  # an equal text, a new object
+    assert counter.encode_calls == calls
+    other = prompt + " One more line."
+    assert counter.count_text(other) > first and counter.encode_calls == calls + 1
+    short = "a short message"
+    counter.count_text(short)
+    counter.count_text(short)
+    assert counter.encode_calls == calls + 3  # short texts are tokenized each time
+    for i in range(40):  # more long texts than are remembered: the memo starts again
+        counter.count_text(f"{i} {prompt}")
+    assert len(counter._long) <= 32
+    assert counter.count_text(prompt) == first
