@@ -177,16 +177,28 @@ def _parse(text: str, count: Callable[[str], int]) -> tuple[list[_Line], dict[st
     header_costs: dict[str, int] = {}
     for raw in text.splitlines():
         line = raw.rstrip()
-        if not line.strip():
+        kind = _kind(line)
+        if kind is None:
             continue
-        if parse_date_header(line) is not None:
+        if kind == "header":
             header = line.strip()
             if header not in header_costs:
                 header_costs[header] = max(0, _cost(count, "\n\n" + header) - base)
             continue
         cost = max(0, _cost(count, "\n" + line) - base)
-        out.append(_Line(line, header, is_important(line), cost))
+        out.append(_Line(line, header, kind == "important", cost))
     return out, header_costs
+
+
+@functools.lru_cache(maxsize=8_192)
+def _kind(line: str) -> str | None:
+    """``"header"``, ``"important"``, ``"line"`` or ``None`` (blank), memoised: a log is
+    viewed again at every observation, most of its lines unchanged."""
+    if not line.strip():
+        return None
+    if parse_date_header(line) is not None:
+        return "header"
+    return "important" if is_important(line) else "line"
 
 
 def _select(
