@@ -156,7 +156,7 @@ async def test_stream_by_reply_sends_the_text_in_one_chunk_with_the_same_message
     assert len(list(observer.stream(prompt))) == 2
     assert len(list(memory_model().stream(prompt))) > 2
     with pytest.raises(ValidationError):
-        ScriptedChatModel(script=["x"], stream_by="token")  # type: ignore[arg-type]
+        ScriptedChatModel(script=["x"], stream_by="token")
 
 
 def test_exhausted_script_raises_a_clear_assertion_error() -> None:
