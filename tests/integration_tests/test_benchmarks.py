@@ -178,6 +178,9 @@ def test_compare_reports_every_setup_store_and_target(results: Path) -> None:
     whole = [ln for ln in text.splitlines() if ln.startswith("| whole cost (background inside)")]
     assert len(whole) == 2 * len(POINTS)  # the whole-cost view beside today's, per store and point
     assert "whole vs summarizer" in text
+    means = [ln for ln in text.splitlines() if ln.startswith("| … mean over every turn")]
+    assert len(means) == 2 * len(POINTS)  # the mean beside the median, per store and point
+    assert "whole mean ms (vs summarizer)" in text
     assert "## Beside the alternatives" in (results / "README.md").read_text(encoding="utf-8")
 
 
