@@ -226,30 +226,16 @@ def write_report(out: Path, mode: str, recall_output: str) -> Path:
         "",
         _body(turns_md),
     ]
-    compare_path = out / "compare.md"
-    if compare_path.exists():
-        parts += [
-            "",
-            "## Beside the alternatives (`benchmarks/compare.py`)",
-            "",
-            _body(compare_path.read_text(encoding="utf-8")),
-        ]
-    book_path = out / "bookkeeping.md"
-    if book_path.exists():
-        parts += [
-            "",
-            "## Memory's own work, piece by piece (`benchmarks/bookkeeping.py`)",
-            "",
-            _body(book_path.read_text(encoding="utf-8")),
-        ]
-    threads_path = out / "threads.md"
-    if mode != "smoke" and threads_path.exists():
-        parts += [
-            "",
-            "## Threads in the store (`benchmarks/threads.py`)",
-            "",
-            _body(threads_path.read_text(encoding="utf-8")),
-        ]
+    sections = [
+        ("compare.md", "Beside the alternatives (`benchmarks/compare.py`)"),
+        ("bookkeeping.md", "Memory's own work, piece by piece (`benchmarks/bookkeeping.py`)"),
+    ]
+    if mode != "smoke":
+        sections.append(("threads.md", "Threads in the store (`benchmarks/threads.py`)"))
+    for name, title in sections:
+        path = out / name
+        if path.exists():
+            parts += ["", f"## {title}", "", _body(path.read_text(encoding="utf-8"))]
     if tokens_md:
         parts += ["", "## Token counting (`benchmarks/tokens.py`)", "", _body(tokens_md)]
     if recall_output.strip():
