@@ -149,6 +149,9 @@ def memory_model(
         >>> snap = memory.observe(thread_id="t", messages=[HumanMessage("I live in Lisbon.")])
         >>> "User said: I live in Lisbon." in snap.observations
         True
+        >>> chunks = memory_model(stream_by="reply").stream("## New Messages to Observe")
+        >>> len(list(chunks))  # the whole reply, then the closing chunk
+        2
     """
     if not 0 < keep <= 1:
         raise ValueError("keep must be in (0, 1]")

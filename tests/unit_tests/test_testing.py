@@ -31,6 +31,7 @@ from langchain_om.testing import (
     ScriptedRateLimitError,
     ScriptExhaustedError,
     _errors,
+    _memory,
     _models,
     memory_model,
     pytest_plugin,
@@ -408,7 +409,7 @@ def test_create_agent_structured_response_from_a_pydantic_reply() -> None:
 # --- docs ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", [langchain_om.testing, _models, _errors])
+@pytest.mark.parametrize("module", [langchain_om.testing, _models, _errors, _memory])
 def test_docstring_examples_run(module: Any) -> None:
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
