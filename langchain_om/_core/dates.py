@@ -10,6 +10,7 @@ Conventions:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime
@@ -235,6 +236,15 @@ def stamp(dt: datetime) -> str:
     return dt.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
+@functools.lru_cache(maxsize=64)
+def _as_stamp(text: str) -> str:
+    """An ISO time as a message stamp (text that does not parse is kept as given)."""
+    try:
+        return stamp(datetime.fromisoformat(text))
+    except ValueError:
+        return text
+
+
 def stamp_messages(
     messages: Sequence[BaseMessage], now: datetime, *, earlier: str | None = None
 ) -> list[BaseMessage]:
@@ -244,13 +254,9 @@ def stamp_messages(
     (the previous turn's last answer, seen only now): they get ``earlier``, the time of the
     previous step, when known.
     """
-    if earlier:
-        try:
-            earlier = stamp(datetime.fromisoformat(earlier))
-        except ValueError:
-            pass  # kept as given
     stamped: list[BaseMessage] = []
     seen_human = False
+    current: str | None = None  # stamp(now), made once when first needed
     for message in messages:
         meta = message.response_metadata.get(OM_META_KEY)
         if not isinstance(meta, dict):
@@ -259,6 +265,9 @@ def stamp_messages(
         if "ts" in meta:
             continue
         seen_human = seen_human or message.type == "human"
-        meta["ts"] = earlier if (earlier and not seen_human) else stamp(now)
+        if earlier and not seen_human:
+            meta["ts"] = _as_stamp(earlier)
+        else:
+            meta["ts"] = current = current or stamp(now)
         stamped.append(message)
     return stamped

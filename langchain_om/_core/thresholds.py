@@ -128,8 +128,9 @@ def chunk_chain(
         found = by_first.get(str(window_ids[position]))
         if found is None:
             break
-        ids = [str(i) for i in found["message_ids"]]
-        if [str(i) for i in window_ids[position : position + len(ids)]] != ids:
+        ids = found["message_ids"]
+        span = window_ids[position : position + len(ids)]
+        if list(span) != list(ids) and [str(i) for i in span] != [str(i) for i in ids]:
             break
         chain.append(found)
         position += len(ids)

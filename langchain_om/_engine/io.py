@@ -270,9 +270,10 @@ def as_messages(messages: Sequence[MessageLikeRepresentation]) -> list[BaseMessa
             f"messages must be a list of messages, got one {type(messages).__name__}; "
             'wrap it in a list, e.g. messages=[("user", "hello")].'
         )
-    if all(isinstance(m, BaseMessage) for m in messages):
-        return cast("list[BaseMessage]", list(messages))  # as convert_to_messages, cheaper
-    return convert_to_messages(messages)
+    for m in messages:
+        if not isinstance(m, BaseMessage):
+            return convert_to_messages(messages)
+    return cast("list[BaseMessage]", list(messages))  # as convert_to_messages, cheaper
 
 
 def context_messages(snap: ThreadSnapshot, *, merge: bool = False) -> list[BaseMessage]:

@@ -23,7 +23,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.store.base import BaseStore, GetOp, Op, PutOp, SearchOp
 
 from langchain_om._core.redact import redacted_logger
-from langchain_om._core.sanitize import sanitize_text, sanitize_value
+from langchain_om._core.sanitize import has_unstorable, sanitize_text, sanitize_value
 
 logger = redacted_logger("langchain_om")
 
@@ -231,6 +231,8 @@ def storable(ops: Sequence[Op]) -> list[Op]:
     and ids. Put values and keys, get keys and search filters are all replaced the same way,
     so a key or filter names what was stored (namespaces are label-encoded already).
     """
+    if _clean_gets(ops):
+        return list(ops)
     out: list[Op] = []
     for op in ops:
         if isinstance(op, PutOp):
@@ -248,6 +250,16 @@ def storable(ops: Sequence[Op]) -> list[Op]:
                 op = op._replace(filter=flt)
         out.append(op)
     return out
+
+
+def _clean_gets(ops: Sequence[Op]) -> bool:
+    """Whether ``ops`` are all ``GetOp`` with storable keys (a step's reads: one check)."""
+    keys: list[str] = []
+    for op in ops:
+        if type(op) is not GetOp:
+            return False
+        keys.append(op.key)
+    return not has_unstorable("".join(keys))
 
 
 def run_sync(plan: Generator[E_contra, Any, T], handler: Handler[E_contra]) -> T:

@@ -276,6 +276,9 @@ def split_messages(messages: Sequence[BaseMessage]) -> WindowSplit:
     window: list[BaseMessage] = []
     in_head = True
     for m in messages:
+        if not in_head and not isinstance(m, SystemMessage):
+            window.append(m)  # most messages: only a system message can be memory's
+            continue
         if in_head and (base := _merged_base(m)) is not None:
             head.append(base)
             memory = m

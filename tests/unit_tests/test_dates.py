@@ -14,8 +14,10 @@ from langchain_om._core.dates import (
     message_time,
     parse_date_header,
     relative_label,
+    stamp_messages,
     to_zone,
 )
+from langchain_om._core.types import OM_META_KEY
 
 
 def test_message_time_reads_om_timestamp() -> None:
@@ -135,3 +137,23 @@ def test_relative_label_accepts_datetimes() -> None:
 def test_gap_label(days: int, label: str | None) -> None:
     start = date(2026, 1, 10)
     assert gap_label(start, start + timedelta(days=days)) == label
+
+
+def test_stamp_messages_stamps_only_new_ones_and_dates_a_late_reply_earlier() -> None:
+    old = HumanMessage("old", id="o")
+    old.response_metadata[OM_META_KEY] = {"ts": "2026-01-01T08:00:00Z"}
+    late = AIMessage("the previous answer", id="r")
+    new = HumanMessage("hello", id="h")
+    reply = AIMessage("hi", id="a")
+    now = datetime(2026, 1, 2, 9, 30, 5, 123, tzinfo=UTC)
+    stamped = stamp_messages([old, late, new, reply], now, earlier="2026-01-01T08:05:00.5+00:00")
+    assert stamped == [late, new, reply]
+    assert [m.response_metadata[OM_META_KEY]["ts"] for m in (old, late, new, reply)] == [
+        "2026-01-01T08:00:00Z",
+        "2026-01-01T08:05:00Z",
+        "2026-01-02T09:30:05Z",
+        "2026-01-02T09:30:05Z",
+    ]
+    odd = AIMessage("x", id="x")
+    stamp_messages([odd], now, earlier="not a time")
+    assert odd.response_metadata[OM_META_KEY]["ts"] == "not a time"  # kept as given
