@@ -294,7 +294,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             blocks.extend(
                 [{"type": "text", "text": content}] if isinstance(content, str) else content
             )
-        blocks.extend({"type": "text", "text": text} for text in self._texts(context, not blocks))
+        blocks += [{"type": "text", "text": text} for text in self._texts(context, not blocks)]
         return request.override(system_message=SystemMessage(content=blocks))
 
     def _texts(self, context: MemoryContext, first: bool) -> tuple[str, ...]:

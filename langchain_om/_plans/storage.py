@@ -217,8 +217,10 @@ def buffered_read_ops(thread_id: str, window_ids: Sequence[str | None]) -> list[
     than by a namespace search, whose cost grows with the number of threads on some stores.
     """
     ns = buffer_ns(thread_id)
-    keys = list(dict.fromkeys(str(i) for i in window_ids if i))[:MAX_CHUNKS]
-    return [*(GetOp(ns, key) for key in keys), GetOp(reflection_ns(thread_id), "current")]
+    keys = [str(i) for i in dict.fromkeys(window_ids) if i]  # ids are text: no key merges
+    ops: list[Op] = [GetOp(ns, key) for key in keys[:MAX_CHUNKS]]
+    ops.append(GetOp(reflection_ns(thread_id), "current"))
+    return ops
 
 
 def chunk_put_op(thread_id: str, chunk: dict[str, Any]) -> PutOp:

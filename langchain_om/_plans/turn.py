@@ -112,12 +112,14 @@ def _load_buffered(record: OMRecord, window: Sequence[BaseMessage]) -> Plan[_Buf
     window_ids = [m.id for m in window]
     reads = [*buffered_read_ops(thread_id, window_ids), buffer_backoff_get_op(thread_id)]
     *items, ref_item, backoff_item = yield StoreBatch(reads)
-    stored = [i.value for i in items if i is not None]
     # A chunk computed before the log's last line edit is observed again, from the edited log.
-    edited = [c for c in stored if not same_mark(record, c, LOG_EDIT_KEY)]
-    chain, stale = chunk_chain(
-        window_ids, [c for c in stored if same_mark(record, c, LOG_EDIT_KEY)]
-    )
+    current: list[Mapping[str, Any]] = []
+    edited: list[Mapping[str, Any]] = []
+    for item in items:
+        if item is not None:
+            chunk = item.value
+            (current if same_mark(record, chunk, LOG_EDIT_KEY) else edited).append(chunk)
+    chain, stale = chunk_chain(window_ids, current)
     ops: list[Any] = chunk_delete_ops(thread_id, [*stale, *edited])
     reflection = ref_item.value if ref_item is not None else None
     failed = reflection_failure(reflection)
@@ -168,17 +170,17 @@ class _Step:
             buffered.buffer_failed,
         )
 
-    @property
-    def buffering(self) -> bool:
-        return self.env.config.buffering_enabled
+    buffering: bool = field(init=False)
+    """Whether background buffering runs (the config's, fixed for the step)."""
+    obs_key: str = field(init=False)
+    """The key of the thread's background observation job."""
+    ref_key: str = field(init=False)
+    """The key of the thread's background reflection job."""
 
-    @property
-    def obs_key(self) -> str:
-        return obs_key(self.inp.thread_id)
-
-    @property
-    def ref_key(self) -> str:
-        return ref_key(self.inp.thread_id)
+    def __post_init__(self) -> None:
+        self.buffering = self.env.config.buffering_enabled
+        self.obs_key = obs_key(self.inp.thread_id)
+        self.ref_key = ref_key(self.inp.thread_id)
 
     def recount(self) -> None:
         counter, window = self.env.counter, self.out.window
