@@ -136,6 +136,8 @@ def parse_date_header(line: str) -> date | None:
 
 def parse_date_range_header(line: str) -> tuple[date, date] | None:
     """``(first, last)`` of a ``Date:`` header line (equal for a one-day header), or ``None``."""
+    if "Date:" not in line:  # most lines of a log: no pattern match needed
+        return None
     match = _HEADER_RE.match(line)
     if match is None:
         return None

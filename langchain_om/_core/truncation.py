@@ -208,8 +208,9 @@ def _select(
     base = count_headers = 0
     n = len(lines)
     important = [i for i in range(n) if lines[i].important]
-    best: tuple[tuple[int, int], set[int], int] | None = None
-    """(score, the lines kept, the budget left): gaps are filled once, for the best only."""
+    best: tuple[tuple[int, int], int, list[int], int] | None = None
+    """(score, tail start, older lines kept, budget left): the set of lines kept and its
+    filled gaps are built once, for the best only (most starts improve on the one before)."""
     tail_headers: set[str] = set()
     tail_important = 0
     for t in range(n - 1, -1, -1):
@@ -223,7 +224,7 @@ def _select(
         if cost > budget:
             break
         chosen: list[int] = []
-        headers = set(tail_headers)
+        added: set[str] = set()  # headers the chosen lines bring beyond the tail's
         older = bisect.bisect_left(important, t)  # important[:older] are the lines before t
         for k in range(older - 1, -1, -1):
             j = important[k]
@@ -231,20 +232,22 @@ def _select(
                 break
             header = lines[j].header
             extra = lines[j].cost + marker_cost
-            if header is not None and header not in headers:
-                extra += header_cost[header]
+            new_header = header if header is not None and header not in tail_headers else None
+            if new_header is not None and new_header not in added:
+                extra += header_cost[new_header]
             if cost + extra > budget:
                 break
             chosen.append(j)
             cost += extra
-            if header is not None:
-                headers.add(header)
+            if new_header is not None:
+                added.add(new_header)
         score = (tail_important + len(chosen), n - t)
         if best is None or score > best[0]:
-            best = (score, set(range(t, n)) | set(chosen), budget - cost)
+            best = (score, t, chosen, budget - cost)
     if best is None:
         return None
-    return _fill_single_gaps(lines, best[1], best[2], marker_cost)
+    _, start, chosen, slack = best
+    return _fill_single_gaps(lines, set(range(start, n)).union(chosen), slack, marker_cost)
 
 
 def _fill_single_gaps(
