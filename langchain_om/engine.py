@@ -205,6 +205,7 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
             emit=self._emit,
             model_id=self._models.model_id,
             running=self._background.running,
+            hears_events=lambda: self.on_debug_event is not None,
             vector=bool(self.config.retrieval and self.config.retrieval.vector),
             extractors=with_archive_summary(
                 self._extractors, self.config.observation.archive is not None

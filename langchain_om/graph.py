@@ -68,12 +68,12 @@ from langchain_om._plans.graph_state import (
     state_fields,
     state_update,
     step_number,
+    stream_emitter,
 )
 from langchain_om._plans.types import TurnOutcome
 from langchain_om._storage.run_store import require_checkpointer, run_store
 from langchain_om.engine import ObservationalMemory
 from langchain_om.errors import OMUsageError
-from langchain_om.events import OMEvent
 
 __all__ = ["ObservationalMemoryGraphState", "add_observational_memory"]
 
@@ -96,13 +96,7 @@ def _writer() -> Any:
 
 
 def _emitter() -> Any:
-    writer = _writer()
-
-    def emit(event: OMEvent) -> None:
-        if writer is not None:
-            writer(event.to_part())
-
-    return emit
+    return stream_emitter(_writer())
 
 
 class _Nodes:

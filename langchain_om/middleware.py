@@ -47,13 +47,13 @@ from langchain_om._plans.graph_state import (
     split_messages,
     state_update,
     step_number,
+    stream_emitter,
 )
 from langchain_om._plans.types import TurnOutcome
 from langchain_om._storage.run_store import require_checkpointer, run_store
 from langchain_om.config import RetrievalConfig
 from langchain_om.engine import ObservationalMemory
 from langchain_om.errors import OMConfigError
-from langchain_om.events import OMEvent
 from langchain_om.models import ModelSpec
 
 __all__ = ["ObservationalMemoryMiddleware", "ObservationalMemoryState"]
@@ -211,19 +211,13 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
             config = _run_config()
         thread_id, resource_id = run_ids(config, runtime)
         split = split_messages(state.get("messages", []))
-        writer = getattr(runtime, "stream_writer", None)
-
-        def emit(event: OMEvent) -> None:
-            if writer is not None:
-                writer(event.to_part())
-
         return {
             "thread_id": thread_id,
             "resource_id": resource_id,
             "record": record,
             "window": split.window,
             "step_number": step_number(split.window),
-            "emit": emit,
+            "emit": stream_emitter(getattr(runtime, "stream_writer", None)),
             "actor_model": self._actor,
             "configurable": run_configurable(config),
             "store": run_store(runtime),

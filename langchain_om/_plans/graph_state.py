@@ -13,8 +13,9 @@ this process has not seen (a restart, another worker).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import CodeType
 from typing import Any
 
 from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage
@@ -27,6 +28,7 @@ from langchain_om._plans.effects import Plan, StoreBatch
 from langchain_om._plans.storage import group_get_ops, group_put_ops
 from langchain_om._plans.types import TurnOutcome
 from langchain_om.errors import OMUsageError, StorageError
+from langchain_om.events import OMEvent
 
 OM_STATE_KEY = "om_record"
 """Graph-state key holding the JSON-native OM record."""
@@ -443,3 +445,35 @@ def step_number(window: Sequence[BaseMessage]) -> int:
         if m.type == "ai":
             count += 1
     return count
+
+
+def _no_op(_: Any) -> None:
+    pass
+
+
+def stream_emitter(writer: Any) -> Callable[[OMEvent], None] | None:
+    """A step's ``emit``: events written to a LangGraph stream ``writer`` as custom parts.
+
+    ``None`` when nothing would hear them: no writer, or one that does nothing (LangGraph's
+    writer in a run that does not stream ``"custom"``: a function whose code is that of
+    ``pass``), so a step builds no status event for it.
+    """
+    if writer is None or _does_nothing(writer):
+        return None
+
+    def emit(event: OMEvent) -> None:
+        writer(event.to_part())
+
+    return emit
+
+
+def _does_nothing(fn: Any) -> bool:
+    code = getattr(fn, "__code__", None)
+    ref = _no_op.__code__
+    return (
+        isinstance(code, CodeType)
+        and code.co_code == ref.co_code
+        and code.co_consts == ref.co_consts
+        and not code.co_names
+        and not code.co_freevars
+    )

@@ -77,6 +77,7 @@ from langchain_om._plans.types import (
     TurnOutcome,
     emit_event,
     recovers_overflow,
+    report_status,
 )
 from langchain_om.errors import (
     CycleFailedError,
@@ -164,8 +165,7 @@ def resource_turn_plan(env: TurnEnv, inp: TurnInput) -> ResourcePlan[TurnOutcome
     view = _view(env, out.record, shared, others, now, actor_model=inp.actor_model)
     out.record = yield from _titled(env, view)
     out.status = buffered_status(env, inp, out, shared, total=total)
-    if inp.emit_status:
-        emit_event(env, inp, out.status)
+    report_status(env, inp, out)
     return out
 
 
@@ -194,8 +194,7 @@ def _read_only_turn(env: TurnEnv, inp: TurnInput) -> ResourcePlan[TurnOutcome]:
     out.status = status_event(
         env, out.record, env.counter.count_messages(out.window), inp.step_number
     )
-    if inp.emit_status:
-        emit_event(env, inp, out.status)
+    report_status(env, inp, out)
     return out
 
 

@@ -15,6 +15,7 @@ Per step, before the agent's model call:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -88,9 +89,10 @@ from langchain_om._plans.types import (
     TurnOutcome,
     emit_event,
     recovers_overflow,
+    report_status,
 )
 from langchain_om.errors import CycleFailedError, ModelTierExceededError
-from langchain_om.events import ContextOverflowEvent
+from langchain_om.events import ContextOverflowEvent, StatusEvent
 
 
 class _Buffered(NamedTuple):
@@ -525,27 +527,43 @@ def _close(step: _Step) -> None:
     out.record = record_out  # type: ignore[assignment]
     out.stamps_only = same
     out.reported_tokens = step.reported  # 0 once the window changed (see ``recount``)
-    projected = 0
-    if step.chain:
-        projected = choose_activation(
-            [int(c["message_tokens"]) for c in step.chain],
-            pending=max(step.tokens, step.threshold),
-            floor=env.config.observation.retention_floor_tokens,
-        ).removed_tokens
-    out.status = status_event(
+    out.status_of = functools.partial(
+        _status,
         env,
         out.record,
         step.tokens,
         inp.step_number,
         chunks=step.chain,
+        threshold=step.threshold,
         buffering=step.scheduled(step.obs_key),
-        projected_removal=projected,
         reflection=step.reflection,
         reflecting=step.scheduled(step.ref_key),
         spend=inp.spend.status(step.now) if inp.spend is not None else None,
     )
-    if inp.emit_status:
-        emit_event(env, inp, out.status)
+    report_status(env, inp, out)
+
+
+def _status(
+    env: TurnEnv,
+    record: OMRecord,
+    tokens: int,
+    step_number: int,
+    *,
+    chunks: Sequence[Mapping[str, Any]],
+    threshold: int,
+    **state: Any,
+) -> StatusEvent:
+    """The status event of a step that ended with ``record``, ``tokens`` and ``chunks``."""
+    projected = 0
+    if chunks:
+        projected = choose_activation(
+            [int(c["message_tokens"]) for c in chunks],
+            pending=max(tokens, threshold),
+            floor=env.config.observation.retention_floor_tokens,
+        ).removed_tokens
+    return status_event(
+        env, record, tokens, step_number, chunks=chunks, projected_removal=projected, **state
+    )
 
 
 def _reflection_step(step: _Step) -> Plan[None]:

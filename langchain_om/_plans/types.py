@@ -38,6 +38,10 @@ class TurnEnv:
     """``(role, input_tokens) -> "provider/model"`` of the model a role would use."""
     running: Callable[[str], bool] = lambda key: False
     """Whether the background job ``key`` is in flight."""
+    hears_events: Callable[[], bool] = lambda: True
+    """Whether :attr:`emit` passes events on to a listener now (the engine's
+    ``on_debug_event``); a status event neither it nor the step's own ``emit`` hears is not
+    built."""
     vector: bool = False
     """Write vector-search documents (``retrieval.vector``)."""
     extractors: Sequence[Extractor] = ()
@@ -176,6 +180,14 @@ def emit_event(env: TurnEnv, inp: TurnInput, event: OMEvent) -> None:
         inp.emit(event)
 
 
+def report_status(env: TurnEnv, inp: TurnInput, out: TurnOutcome) -> None:
+    """Emit the step's status event when it is to be reported and someone hears it."""
+    if inp.emit_status and (inp.emit is not None or env.hears_events()):
+        status = out.status
+        if status is not None:
+            emit_event(env, inp, status)
+
+
 @dataclass
 class BackgroundJob:
     """A plan to run in the background, at most one per ``key`` at a time."""
@@ -195,7 +207,9 @@ class TurnOutcome:
     observed: bool = False
     reflected: bool = False
     errors: list[BaseException] = field(default_factory=list)
-    status: StatusEvent | None = None
+    status_of: Callable[[], StatusEvent] | None = field(default=None, repr=False)
+    """Builds :attr:`status` when it is first read: a step whose status event nobody hears
+    (no stream, no ``on_debug_event``) builds none unless its caller asks."""
     jobs: list[BackgroundJob] = field(default_factory=list)
     """Background work to start once the step's state is saved."""
     inserted: list[BaseMessage] = field(default_factory=list)
@@ -209,6 +223,19 @@ class TurnOutcome:
     """The step changed nothing of the record it was given but its activity stamps
     (``last_activity_at``): graph state need not compare the record to know it is unchanged.
     ``False`` when unknown."""
+
+    _status: StatusEvent | None = field(default=None, repr=False)
+
+    @property
+    def status(self) -> StatusEvent | None:
+        """The step's ``data-om-status`` event (``None`` for a step that reports none)."""
+        if self._status is None and self.status_of is not None:
+            self._status = self.status_of()
+        return self._status
+
+    @status.setter
+    def status(self, event: StatusEvent | None) -> None:
+        self._status, self.status_of = event, None
 
     @property
     def removed_ids(self) -> list[str]:

@@ -14,10 +14,12 @@ from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.runtime import _no_op_stream_writer
 from langgraph.store.base import GetOp, Op, Result
 from langgraph.store.memory import InMemoryStore
 
@@ -25,11 +27,14 @@ from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
 from langchain_om._core import group_keys
 from langchain_om._core.group_keys import stored_record
 from langchain_om._core.tokens import TokenCounter
+from langchain_om._plans import cycles
+from langchain_om._plans import turn as turn_module
 from langchain_om._plans.graph_state import (
     OM_ACTIVITY_KEY,
     OM_STATE_KEY,
     record_update,
     state_update,
+    stream_emitter,
 )
 from langchain_om.testing import FunctionChatModel, memory_model
 from tests.helpers import Clock
@@ -241,3 +246,60 @@ def test_memory_holds_no_graph_state_once_the_model_call_is_done() -> None:
     gc.collect()
     assert len(watch.seen) == 1 + 3 + 5  # each turn's state: the window so far
     assert all(ref() is None for ref in watch.seen)
+
+
+def test_a_status_nobody_hears_is_not_built_and_one_streamed_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    built: list[int] = []
+    real = cycles.status_event
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        built.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(turn_module, "status_event", counting)
+    memory = ObservationalMemory(model=memory_model(), **QUIET)
+    agent = create_agent(
+        FunctionChatModel(function=lambda m, i: "ok"),
+        [],
+        middleware=[ObservationalMemoryMiddleware(memory)],
+        checkpointer=InMemorySaver(),
+    )
+    agent.invoke({"messages": [HumanMessage("hi")]}, CFG)
+    assert built == []  # no stream, no on_debug_event: nothing would hear it
+    streamed = agent.stream(
+        {"messages": [HumanMessage("again")]}, CFG, stream_mode=["custom", "updates"]
+    )
+    parts: list[Any] = [part for mode, part in streamed if mode == "custom"]
+    assert built == [1]
+    assert [p["type"] for p in parts if p["type"] == "data-om-status"] == ["data-om-status"]
+    heard: list[Any] = []
+    memory.on_debug_event = heard.append
+    agent.invoke({"messages": [HumanMessage("third")]}, CFG)
+    assert built == [1, 1] and [e.type for e in heard] == ["data-om-status"]
+
+
+def test_an_unheard_status_is_built_when_the_caller_reads_it() -> None:
+    memory = ObservationalMemory(model=memory_model(), **QUIET)
+    out = memory.step(thread_id="t", window=[HumanMessage("hi", id="h")])
+    assert out.status is not None and out.status.messages.tokens > 0
+    assert out.status is out.status  # built once
+
+
+def test_only_a_writer_that_does_nothing_is_left_unheard() -> None:
+    def silent(_: Any) -> None:
+        pass
+
+    assert stream_emitter(None) is None
+    assert stream_emitter(_no_op_stream_writer) is None
+    assert stream_emitter(silent) is None
+    heard: list[Any] = []
+    emit = stream_emitter(heard.append)
+    assert emit is not None
+
+    def prints(part: Any) -> None:
+        print(part)
+
+    assert stream_emitter(prints) is not None
+    assert stream_emitter(lambda part: heard.append(part)) is not None
