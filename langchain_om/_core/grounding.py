@@ -154,31 +154,12 @@ def line_content(line: str) -> str:
 
 def content_terms(text: str) -> set[str]:
     """The stems of the content words of ``text`` (stop words and observation verbs dropped)."""
-    return set(_terms_of(text))
-
-
-_MEMO_CHARS = 4_000
-"""Longest text whose terms are memoised (the memo holds its texts: 4 096 at most)."""
-
-
-def _terms_of(text: str) -> frozenset[str]:
-    """:func:`content_terms`, memoised for texts up to :data:`_MEMO_CHARS`: a batch's messages
-    are judged again by every check of the cycle, and a log's lines by every reflection."""
-    return _memo_terms(text) if len(text) <= _MEMO_CHARS else _terms(text)
-
-
-@functools.lru_cache(maxsize=4_096)
-def _memo_terms(text: str) -> frozenset[str]:
-    return _terms(text)
-
-
-def _terms(text: str) -> frozenset[str]:
     out: set[str] = set()
     for word in _WORD.findall(text):
         folded = word.casefold().replace("’", "'").removesuffix("'s")
         if len(folded) > 2 and folded not in _STOPWORDS and folded not in _META:
             out.add(_stem(folded))
-    return frozenset(out)
+    return out
 
 
 def _claims(content: str) -> tuple[set[str], set[str], set[str]]:
@@ -216,7 +197,7 @@ class Sources:
 
     def __init__(self, texts: Sequence[str]) -> None:
         self.texts = list(texts)
-        self._terms = [_terms_of(t) for t in self.texts]
+        self._terms = [content_terms(t) for t in self.texts]
         joined = "\n".join(self.texts)
         self._words = {w.casefold() for w in _WORD.findall(joined)}
         self._numbers = _numbers(joined)
