@@ -248,9 +248,10 @@ def test_memory_holds_no_graph_state_once_the_model_call_is_done() -> None:
     assert all(ref() is None for ref in watch.seen)
 
 
-def test_a_status_nobody_hears_is_not_built_and_one_streamed_is(
+def _status_counting_agent(
     monkeypatch: pytest.MonkeyPatch,
-) -> None:
+) -> tuple[ObservationalMemory, Any, list[int]]:
+    """A quiet memory's agent, and a list noting each status event its steps build."""
     built: list[int] = []
     real = cycles.status_event
 
@@ -266,6 +267,13 @@ def test_a_status_nobody_hears_is_not_built_and_one_streamed_is(
         middleware=[ObservationalMemoryMiddleware(memory)],
         checkpointer=InMemorySaver(),
     )
+    return memory, agent, built
+
+
+def test_a_status_nobody_hears_is_not_built_and_one_streamed_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    memory, agent, built = _status_counting_agent(monkeypatch)
     agent.invoke({"messages": [HumanMessage("hi")]}, CFG)
     assert built == []  # no stream, no on_debug_event: nothing would hear it
     streamed = agent.stream(
@@ -303,3 +311,17 @@ def test_only_a_writer_that_does_nothing_is_left_unheard() -> None:
 
     assert stream_emitter(prints) is not None
     assert stream_emitter(lambda part: heard.append(part)) is not None
+
+
+async def test_the_async_door_builds_a_status_only_when_heard_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, agent, built = _status_counting_agent(monkeypatch)
+    await agent.ainvoke({"messages": [HumanMessage("hi")]}, CFG)
+    assert built == []
+    streamed = agent.astream(
+        {"messages": [HumanMessage("again")]}, CFG, stream_mode=["custom", "updates"]
+    )
+    parts: list[Any] = [part async for mode, part in streamed if mode == "custom"]
+    assert built == [1]
+    assert [p["type"] for p in parts if p["type"] == "data-om-status"] == ["data-om-status"]
