@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, Unpack
 
@@ -25,6 +26,7 @@ from langchain_om._config.shortcuts import BufferTokens, Threshold, fold_shortcu
 from langchain_om._config.spec_check import check_engine_args
 from langchain_om._core.callable_tokens import MessageCounter, as_token_counter
 from langchain_om._core.dates import iso
+from langchain_om._core.observer_prompts import HintSwitch
 from langchain_om._core.recall import recall_instructions
 from langchain_om._core.record import check_owner, coerce_record, new_record
 from langchain_om._core.redact import redacted_logger
@@ -81,6 +83,30 @@ from langchain_om.tools import create_memory_tool, create_recall_code_tool, crea
 logger = redacted_logger("langchain_om")
 
 __all__ = ["EndTurnOptions", "ObservationalMemory", "StepOptions", "ThreadSnapshot"]
+
+
+@dataclass(frozen=True)
+class _ShownOptions:
+    """What rendering the memory context reads of a config (the config it was read from)."""
+
+    config: ObservationalMemoryConfig
+    retrieval: bool
+    instructions: str | None
+    hints: HintSwitch
+    cap: int | None
+    """:func:`_observation_cap` of ``config``; ``None`` with fractional thresholds."""
+
+
+def _observation_cap(config: ObservationalMemoryConfig) -> int:
+    """The most observation tokens the memory context shows: the reflection's block_after.
+
+    In archive mode (no reflection), ``after_tokens`` plus one observation's worth: the most a
+    live log holds before its oldest groups retire.
+    """
+    archive = config.observation.archive
+    if archive is not None:
+        return archive.after_tokens + config.observation.block_after_tokens
+    return config.reflection.block_after_tokens
 
 
 class ObservationalMemory(OpensStorage, StandaloneCalls):
@@ -193,6 +219,7 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
         self._clock = clock or (lambda: datetime.now(UTC))
         self._models = RoleModels(self.config, self.retry_policy, sleep)
         self._opened: list[OpenedStorage] = []
+        self._shown: _ShownOptions | None = None
         self._background = Background(manual=background == "manual")
         self._extractors = observation_extractors(
             self.config.observation.extract,
@@ -561,44 +588,56 @@ class ObservationalMemory(OpensStorage, StandaloneCalls):
         """The memory context (preamble, observation log, hints) for ``record``."""
         if not self.config.enabled:
             return MemoryContext(blocks=[])
-        retrieval = self.config.retrieval_enabled
-        instructions = recall_instructions(self.config.retrieval) if retrieval else None
+        shown = self._shown_options()
         rec = coerce_record(record, copy=False)
         context = (
             render_memory(
                 rec,
                 now=self._clock(),
-                retrieval=retrieval,
-                recall_instructions=instructions,
-                max_observation_tokens=self._shown_cap(rec),
+                retrieval=shown.retrieval,
+                recall_instructions=shown.instructions,
+                max_observation_tokens=self._shown_cap(rec, shown),
                 count=self.counter.count_text,
                 preamble=self.config.preamble,
                 working_memory=working_memory_text(self._extractors, rec),
-                hints=self.config.shown_hints,
+                hints=shown.hints,
                 # resource scope's view of the shared log has no source ranges to show
                 show_ranges=False if self.config.scope == "resource" else None,
             )
             if rec is not None
             else MemoryContext(blocks=[])
         )
-        if not context.blocks and instructions and self._recall_scope() == "resource":
+        if not context.blocks and shown.instructions and self._recall_scope() == "resource":
             # Resource-scope recall is useful from the first message: other threads exist.
-            return MemoryContext(blocks=[instructions])
+            return MemoryContext(blocks=[shown.instructions])
         return context
 
-    def _shown_cap(self, record: OMRecord) -> int | None:
-        """The most observation tokens the memory context shows: the reflection's block_after.
+    def _shown_options(self) -> _ShownOptions:
+        """What every render reads of the config, worked out once per config object."""
+        config = self.config
+        if self._shown is None or self._shown.config is not config:
+            retrieval = config.retrieval_enabled
+            self._shown = _ShownOptions(
+                config=config,
+                retrieval=retrieval,
+                instructions=recall_instructions(config.retrieval) if retrieval else None,
+                hints=config.shown_hints,
+                cap=None if config.uses_fractions else _observation_cap(config),
+            )
+        return self._shown
 
-        In archive mode (no reflection), ``after_tokens`` plus one observation's worth: the
-        most a live log holds before its oldest groups retire. ``None`` when fractional
-        thresholds cannot be resolved (no agent model known yet).
+    def _shown_cap(self, record: OMRecord, shown: _ShownOptions | None = None) -> int | None:
+        """The most observation tokens the memory context shows (see :func:`_observation_cap`).
+
+        With absolute thresholds every agent model's config is the engine's; with fractional
+        ones the record's agent model decides, and the cap is ``None`` while no agent model is
+        known.
         """
+        cap = (shown or self._shown_options()).cap
+        if cap is not None:
+            return cap
         try:
-            config = self._actor_env(None, record)[1].config
-            archive = config.observation.archive
-            if archive is not None:
-                return archive.after_tokens + config.observation.block_after_tokens
-            return config.reflection.block_after_tokens
+            return _observation_cap(self._actor_env(None, record)[1].config)
         except OMConfigError:
             return None
 

@@ -75,6 +75,45 @@ _PREPARED_MAX = 16
 """Most model calls whose step is remembered at once (a bound; see ``_done``)."""
 
 
+@dataclass(frozen=True)
+class _Built:
+    """A system message built for a memory context and the agent's own system message."""
+
+    context: MemoryContext
+    system: SystemMessage | None
+    own: Any
+    """``system``'s content when the message was built."""
+    own_blocks: list[Any] | None
+    """Copies of ``own``'s blocks then (``None``: it was text)."""
+    message: SystemMessage
+    sent: list[Any]
+    """``message``'s content list."""
+    blocks: list[Any]
+    """Copies of its blocks when built."""
+
+    def intact(self) -> bool:
+        """Whether the message and the agent's system message are as they were built.
+
+        Blocks are compared by value (their texts are the same objects, so this is cheap): a
+        later middleware may add a key to a block in place.
+        """
+        message = self.message
+        own = self.system.content if self.system is not None else None
+        return (
+            message.content is self.sent
+            and self.sent == self.blocks
+            and own is self.own
+            and (self.own_blocks is None or own == self.own_blocks)
+            and message.id is None
+            and not message.name
+            and not message.additional_kwargs
+        )
+
+
+def _copies(blocks: Sequence[Any]) -> list[Any]:
+    return [dict(b) if isinstance(b, dict) else b for b in blocks]
+
+
 class ObservationalMemoryState(AgentState[Any]):
     """Agent state with the OM record (JSON-native, private to the middleware)."""
 
@@ -183,7 +222,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         self._actor: Any = None
         self._prepared: dict[int, _Prepared] = {}
         self._prepared_lock = threading.Lock()  # runs of several threads share the middleware
-        self._parts: dict[tuple[int, bool], tuple[MemoryContext, tuple[str, ...]]] = {}
+        self._messages: dict[tuple[int, int], _Built] = {}
 
     @property
     def name(self) -> str:
@@ -282,31 +321,39 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         context = self.memory.render(record)
         if not context.blocks:
             return request
-        blocks: list[Any] = []
-        if request.system_message is not None:
-            content = request.system_message.content
-            blocks.extend(
-                [{"type": "text", "text": content}] if isinstance(content, str) else content
-            )
-        blocks += [{"type": "text", "text": text} for text in self._texts(context, not blocks)]
-        return request.override(system_message=SystemMessage(content=blocks))
+        return request.override(system_message=self._system_message(context, request))
 
-    def _texts(self, context: MemoryContext, first: bool) -> tuple[str, ...]:
-        """The texts of ``context``'s system-message parts (:func:`text_parts`), memoised.
+    def _system_message(self, context: MemoryContext, request: ModelRequest) -> SystemMessage:
+        """The agent's system message with ``context``'s parts after it, memoised.
 
-        A context is rendered once per content, so its parts' texts are joined once too.
+        A context is rendered once per content, and the agent's own system message is the same
+        object at every call, so the message is built once for the pair. A hit is handed out
+        again only while it is as built (another middleware may change a request's system
+        message in place): its parts the same objects, and nothing else set on it.
         """
-        key = (id(context), first)
+        system = request.system_message
+        key = (id(context), id(system))
         with self._prepared_lock:
-            hit = self._parts.get(key)
-        if hit is not None and hit[0] is context:
-            return hit[1]
-        texts = tuple(part["text"] for part in text_parts(context.blocks, first=first))
+            hit = self._messages.get(key)
+        if hit is not None and hit.context is context and hit.system is system and hit.intact():
+            return hit.message
+        own: Any = system.content if system is not None else None
+        blocks: list[Any] = [{"type": "text", "text": own}] if isinstance(own, str) else []
+        if isinstance(own, list):
+            blocks.extend(own)
+        blocks += [
+            {"type": "text", "text": part["text"]}
+            for part in text_parts(context.blocks, first=not blocks)
+        ]
+        message = SystemMessage(content=blocks)
+        sent = cast("list[Any]", message.content)  # validation copies the list and its blocks
+        own_blocks = _copies(own) if isinstance(own, list) else None
+        built = _Built(context, system, own, own_blocks, message, sent, _copies(sent))
         with self._prepared_lock:
-            if len(self._parts) >= _PREPARED_MAX:
-                self._parts.pop(next(iter(self._parts)))
-            self._parts[key] = (context, texts)  # the context held: its id stays its own
-        return texts
+            if len(self._messages) >= _PREPARED_MAX:
+                self._messages.pop(next(iter(self._messages)))
+            self._messages[key] = built  # the objects held: their ids stay their own
+        return message
 
     def _overflow_args(self, request: ModelRequest, prepared: _Prepared) -> dict[str, Any]:
         """The step that frees context after the model call overflowed (state as sent)."""

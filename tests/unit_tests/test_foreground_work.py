@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain.agents.middleware import AgentMiddleware, ModelRequest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.runtime import _no_op_stream_writer
 from langgraph.store.base import GetOp, Op, Result
@@ -26,6 +26,7 @@ from langgraph.store.memory import InMemoryStore
 from langchain_om import ObservationalMemory, ObservationalMemoryMiddleware
 from langchain_om._core import group_keys
 from langchain_om._core.group_keys import stored_record
+from langchain_om._core.render import MemoryContext
 from langchain_om._core.tokens import TokenCounter
 from langchain_om._plans import cycles
 from langchain_om._plans import turn as turn_module
@@ -325,3 +326,69 @@ async def test_the_async_door_builds_a_status_only_when_heard_too(
     parts: list[Any] = [part async for mode, part in streamed if mode == "custom"]
     assert built == [1]
     assert [p["type"] for p in parts if p["type"] == "data-om-status"] == ["data-om-status"]
+
+
+def _request(system: SystemMessage | None) -> ModelRequest:
+    return ModelRequest(
+        model=FunctionChatModel(function=lambda m, i: "ok"), messages=[], system_message=system
+    )
+
+
+def _texts(message: SystemMessage) -> list[str]:
+    return [block["text"] for block in message.content]  # type: ignore[index]
+
+
+def test_an_unchanged_memory_context_sends_the_system_message_built_for_it() -> None:
+    middleware = ObservationalMemoryMiddleware(ObservationalMemory(model=memory_model(), **QUIET))
+    own = SystemMessage("Be brief.")
+    context = MemoryContext(blocks=["<observations>a</observations>", "<hints>b</hints>"])
+    first = middleware._system_message(context, _request(own))
+    assert _texts(first) == [
+        "Be brief.",
+        "\n\n<observations>a</observations>",
+        "\n\n<hints>b</hints>",
+    ]
+    assert middleware._system_message(context, _request(own)) is first
+    # another context, or another system message of the agent's, is a message of its own
+    changed = MemoryContext(blocks=["<observations>c</observations>"])
+    assert _texts(middleware._system_message(changed, _request(own))) == [
+        "Be brief.",
+        "\n\n<observations>c</observations>",
+    ]
+    alone = middleware._system_message(context, _request(None))
+    assert _texts(alone) == ["<observations>a</observations>", "\n\n<hints>b</hints>"]
+
+
+def test_a_system_message_changed_in_place_is_built_again() -> None:
+    middleware = ObservationalMemoryMiddleware(ObservationalMemory(model=memory_model(), **QUIET))
+    own = SystemMessage(content=[{"type": "text", "text": "Be brief."}])
+    context = MemoryContext(blocks=["<observations>a</observations>"])
+    sent = middleware._system_message(context, _request(own))
+    expected = _texts(sent)
+    # a later middleware appends to the message it was handed: the next call is not affected
+    sent.content.append({"type": "text", "text": "appended"})  # type: ignore[union-attr]
+    again = middleware._system_message(context, _request(own))
+    assert again is not sent and _texts(again) == expected
+    again.id = "set-by-someone"
+    assert _texts(middleware._system_message(context, _request(own))) == expected
+    # the agent's own system message changed in place: the change is sent
+    own.content.append({"type": "text", "text": "Use metric units."})  # type: ignore[union-attr]
+    assert _texts(middleware._system_message(context, _request(own))) == [
+        "Be brief.",
+        "Use metric units.",
+        "\n\n<observations>a</observations>",
+    ]
+    own.content = "Be very brief."
+    assert _texts(middleware._system_message(context, _request(own)))[0] == "Be very brief."
+
+
+def test_a_block_changed_in_place_is_built_again() -> None:
+    middleware = ObservationalMemoryMiddleware(ObservationalMemory(model=memory_model(), **QUIET))
+    own = SystemMessage(content=[{"type": "text", "text": "Be brief."}])
+    context = MemoryContext(blocks=["<observations>a</observations>"])
+    sent = middleware._system_message(context, _request(own))
+    sent.content[-1]["cache_control"] = {"type": "ephemeral"}  # type: ignore[index]
+    again = middleware._system_message(context, _request(own))
+    assert "cache_control" not in again.content[-1]
+    own.content[0]["text"] = "Be very brief."  # type: ignore[index]
+    assert _texts(middleware._system_message(context, _request(own)))[0] == "Be very brief."
