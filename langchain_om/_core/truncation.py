@@ -25,6 +25,7 @@ import bisect
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from langchain_om._core.dates import parse_date_header
 
@@ -102,8 +103,7 @@ def cut_to_tokens(text: str, max_tokens: int, count: Callable[[str], int], suffi
     return text[:lo] + suffix
 
 
-@dataclass(frozen=True)
-class _Line:
+class _Line(NamedTuple):
     text: str
     header: str | None
     important: bool
@@ -170,11 +170,36 @@ def _surely_over(lines: Sequence[_Line], header_costs: dict[str, int], budget: i
 
 
 def _parse(text: str, count: Callable[[str], int]) -> tuple[list[_Line], dict[str, int]]:
-    """Observation lines (with their header) and the estimated cost of each header."""
-    base = _cost(count, "")
+    """Observation lines (with their header) and the estimated cost of each header.
+
+    The text is read a paragraph at a time (blank lines part them, and no line spans two),
+    each paragraph memoised with the header it starts under: a log viewed again with one
+    more group, or with other buffered chunks after it, reads only what is new.
+    """
     header: str | None = None
     out: list[_Line] = []
     header_costs: dict[str, int] = {}
+    for paragraph in text.split("\n\n"):
+        key = (count, paragraph, header)
+        got = _paragraphs.get(key)
+        if got is None:
+            if len(_paragraphs) >= _PARAGRAPH_MEMO_MAX:
+                _paragraphs.clear()
+            got = _paragraphs[key] = _parse_paragraph(paragraph, header, count)
+        lines, headers, header = got
+        out += lines
+        for name, cost in headers:
+            header_costs.setdefault(name, cost)
+    return out, header_costs
+
+
+def _parse_paragraph(
+    text: str, header: str | None, count: Callable[[str], int]
+) -> tuple[tuple[_Line, ...], tuple[tuple[str, int], ...], str | None]:
+    """A paragraph's lines, the headers it names (with their cost) and the header it ends under."""
+    base = _cost(count, "")
+    out: list[_Line] = []
+    headers: list[tuple[str, int]] = []
     for raw in text.splitlines():
         line = raw.rstrip()
         kind = _kind(line)
@@ -182,12 +207,18 @@ def _parse(text: str, count: Callable[[str], int]) -> tuple[list[_Line], dict[st
             continue
         if kind == "header":
             header = line.strip()
-            if header not in header_costs:
-                header_costs[header] = max(0, _cost(count, "\n\n" + header) - base)
+            headers.append((header, max(0, _cost(count, "\n\n" + header) - base)))
             continue
         cost = max(0, _cost(count, "\n" + line) - base)
         out.append(_Line(line, header, kind == "important", cost))
-    return out, header_costs
+    return tuple(out), tuple(headers), header
+
+
+_PARAGRAPH_MEMO_MAX = 2_048
+_paragraphs: dict[
+    tuple[Callable[[str], int], str, str | None],
+    tuple[tuple[_Line, ...], tuple[tuple[str, int], ...], str | None],
+] = {}
 
 
 @functools.lru_cache(maxsize=8_192)
@@ -213,6 +244,11 @@ def _select(
     filled gaps are built once, for the best only (most starts improve on the one before)."""
     tail_headers: set[str] = set()
     tail_important = 0
+    # The cost of important lines before a tail, without the headers they may bring: it bounds
+    # how many can join the tail, and a tail whose bound cannot beat the best is not tried.
+    before = [0]
+    for j in important:
+        before.append(before[-1] + lines[j].cost + marker_cost)
     for t in range(n - 1, -1, -1):
         line = lines[t]
         base += line.cost
@@ -223,9 +259,14 @@ def _select(
         cost = base + count_headers + (marker_cost if t > 0 else 0)
         if cost > budget:
             break
+        older = bisect.bisect_left(important, t)  # important[:older] are the lines before t
+        if best is not None:
+            # the newest of important[:older] that fit in what the tail leaves
+            fit = older - bisect.bisect_left(before, before[older] - (budget - cost), 0, older)
+            if tail_important + min(fit, n - t) < best[0][0]:
+                continue  # not even every line that could join makes it the best
         chosen: list[int] = []
         added: set[str] = set()  # headers the chosen lines bring beyond the tail's
-        older = bisect.bisect_left(important, t)  # important[:older] are the lines before t
         for k in range(older - 1, -1, -1):
             j = important[k]
             if len(chosen) >= n - t:

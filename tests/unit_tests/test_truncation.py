@@ -3,6 +3,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -274,3 +275,52 @@ def test_counting_is_memoised_per_log_and_per_line() -> None:
     # Only the new line is counted alone; the rest are whole-view checks.
     assert [c for c in calls if c.startswith("\n* ")] == ["\n* 🔴 (10:00) one more fact"]
     assert count_tokens(view.text) <= 200 and view.text.endswith("one more fact")
+
+
+def _parse_line_by_line(text: str, count: Callable[[str], int]) -> list[tuple[Any, ...]]:
+    """The plain definition: every line in order, under the last header before it."""
+    base = count("")
+    header: str | None = None
+    out: list[tuple[Any, ...]] = []
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if not line.strip():
+            continue
+        if parse_date_header(line) is not None:
+            header = line.strip()
+            continue
+        out.append((line, header, is_important(line), max(0, count("\n" + line) - base)))
+    return out
+
+
+_PIECES = st.sampled_from(
+    [
+        "Date: Nov 1, 2026",
+        "Date: Nov 2, 2026",
+        "* 🔴 (09:00) a",
+        "* 🟡 b",
+        "  * -> c",
+        "",
+        " ",
+        "\r",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=st.lists(_PIECES, max_size=30),
+    seps=st.lists(st.sampled_from(["\n", "\n\n", "\n\n\n", "\r\n", "\r\n\r\n"]), max_size=30),
+)
+def test_a_log_read_a_paragraph_at_a_time_reads_as_line_by_line(
+    pieces: list[str], seps: list[str]
+) -> None:
+    text = "".join(p + (seps[i] if i < len(seps) else "\n") for i, p in enumerate(pieces))
+    for count in COUNTERS:
+        lines, header_costs = _parse(text, count)
+        assert [tuple(line) for line in lines] == _parse_line_by_line(text, count)
+        # again, from the memo, and after other text: the same lines
+        _parse("Date: Nov 9, 2026\n" + text, count)
+        assert [tuple(line) for line in _parse(text, count)[0]] == [tuple(x) for x in lines]
+        headers = {line.strip() for line in text.splitlines() if parse_date_header(line.rstrip())}
+        assert set(header_costs) == headers
