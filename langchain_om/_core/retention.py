@@ -153,23 +153,32 @@ def _key_facts(text: str, high_only: bool) -> frozenset[str]:
     """:func:`key_facts`, memoised: the retries of one reflection judge the same input."""
     facts: set[str] = set()
     for line in text.splitlines():
-        if parse_date_header(line.strip()) is not None:
-            continue
         if high_only and _HIGH not in line[:8]:
             continue
-        content = _content(line)
-        facts.update(_NUMBER.findall(_normal_number(content)))
-        for index, raw in enumerate(_TOKEN.findall(content)):
-            token = raw.strip(_EDGE)
-            if token.endswith(("'s", "’s")):
-                token = token[:-2]
-            if not token or any(ch.isdigit() for ch in token):
-                continue
-            folded = token.casefold()
-            if any(mark in token for mark in "/_#@") or "." in token:
-                facts.add(folded)
-            elif index > 0 and token[0].isupper() and folded not in _COMMON:
-                facts.add(folded)
+        if parse_date_header(line.strip()) is not None:
+            continue
+        facts.update(_line_facts(line))
+    return frozenset(facts)
+
+
+@functools.lru_cache(maxsize=4096)
+def _line_facts(line: str) -> frozenset[str]:
+    """The key facts of one line, memoised: a log's next reflection judges most of its lines
+    again."""
+    facts: set[str] = set()
+    content = _content(line)
+    facts.update(_NUMBER.findall(_normal_number(content)))
+    for index, raw in enumerate(_TOKEN.findall(content)):
+        token = raw.strip(_EDGE)
+        if token.endswith(("'s", "’s")):
+            token = token[:-2]
+        if not token or any(ch.isdigit() for ch in token):
+            continue
+        folded = token.casefold()
+        if any(mark in token for mark in "/_#@") or "." in token:
+            facts.add(folded)
+        elif index > 0 and token[0].isupper() and folded not in _COMMON:
+            facts.add(folded)
     return frozenset(facts)
 
 
@@ -287,7 +296,8 @@ def check_reflection(
 
 
 def _terms(text: str) -> set[str]:
-    return content_terms(_normal_number(text)) | set(_NUMBER.findall(_normal_number(text)))
+    normal = _normal_number(text)
+    return content_terms(normal) | set(_NUMBER.findall(normal))
 
 
 @functools.lru_cache(maxsize=4096)

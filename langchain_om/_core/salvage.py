@@ -21,6 +21,7 @@ A cut reply covers the messages up to the last one that supports a kept line
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -86,16 +87,32 @@ def _key(line: str) -> str:
 
 
 def _dated_keys(log: str) -> set[tuple[date | None, str]]:
-    """``(day, key)`` of every top-level line of ``log`` (the day of its ``Date:`` header)."""
+    """``(day, key)`` of every top-level line of ``log`` (the day of its ``Date:`` header).
+
+    Read a paragraph at a time (no line spans a blank line), each memoised with the day it
+    starts under: every reply buffered before the next activation is judged against the same
+    log, with other buffered chunks after it.
+    """
     keys: set[tuple[date | None, str]] = set()
     day: date | None = None
-    for line in log.splitlines():
+    for paragraph in log.split("\n\n"):
+        found, day = _paragraph_keys(paragraph, day)
+        keys |= found
+    return keys
+
+
+@functools.lru_cache(maxsize=4096)
+def _paragraph_keys(
+    text: str, day: date | None
+) -> tuple[frozenset[tuple[date | None, str]], date | None]:
+    keys: set[tuple[date | None, str]] = set()
+    for line in text.splitlines():
         header = parse_date_header(line.strip())
         if header is not None:
             day = header
-        elif _TOP_LEVEL.match(line) and _key(line):
-            keys.add((day, _key(line)))
-    return keys
+        elif _TOP_LEVEL.match(line) and (key := _key(line)):
+            keys.add((day, key))
+    return frozenset(keys), day
 
 
 def _items(text: str) -> list[list[str]]:

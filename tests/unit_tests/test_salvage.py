@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import date
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessageChunk
 
 from langchain_om._core.acceptance import judge_observation
+from langchain_om._core.dates import parse_date_header
+from langchain_om._core.degenerate import loop_key
 from langchain_om._core.grounding import Sources, content_terms, information
 from langchain_om._core.loop_cut import StreamCut
 from langchain_om._core.observer import parse_observer_output
@@ -14,7 +20,7 @@ from langchain_om._core.output_budget import (
     observer_budget,
     reflector_budget,
 )
-from langchain_om._core.salvage import information_floor, keep_lines
+from langchain_om._core.salvage import _dated_keys, information_floor, keep_lines
 from langchain_om._core.stream_reader import CUT_KEY, STREAM_KEY, StreamReader, cut_of
 from langchain_om._core.tokens import TokenCounter
 
@@ -274,3 +280,36 @@ def test_a_stream_that_ends_normally_is_the_models_message() -> None:
     reader.add(AIMessageChunk(content="* 🔴 Maya moves to Lisbon.\n"))
     message = reader.message()
     assert cut_of(message) is None and message.content == "* 🔴 Maya moves to Lisbon.\n"
+
+
+_LOG_PIECES = st.sampled_from(
+    [
+        "Date: Nov 1, 2026",
+        "Date: Nov 2, 2026",
+        "* 🔴 (09:00) a fact",
+        "* 🟡 b",
+        "  * -> c",
+        "",
+        "\r",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=st.lists(st.tuples(_LOG_PIECES, st.sampled_from(["\n", "\n\n", "\n\n\n", "\r\n"]))),
+)
+def test_a_log_read_a_paragraph_at_a_time_knows_the_lines_read_one_by_one(
+    pieces: list[tuple[str, str]],
+) -> None:
+    log = "".join(piece + sep for piece, sep in pieces)
+    expected: set[tuple[date | None, str]] = set()
+    day: date | None = None
+    for line in log.splitlines():
+        header = parse_date_header(line.strip())
+        if header is not None:
+            day = header
+        elif line.startswith("*") and loop_key(line):
+            expected.add((day, loop_key(line)))
+    assert _dated_keys(log) == expected
+    assert _dated_keys("Date: Nov 9, 2026\n" + log) >= {k for k in expected if k[0] is not None}
