@@ -162,16 +162,20 @@ def content_terms(text: str) -> set[str]:
     return out
 
 
-def _claims(content: str) -> tuple[set[str], set[str], set[str]]:
-    """Names, numbers and content stems of a line's content (dates excluded)."""
-    undated = _DATE_PHRASE.sub(" ", content)
+@functools.lru_cache(maxsize=4096)
+def _claims(line: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """Names, numbers and content stems of an observation line's content (dates excluded).
+
+    Memoised: a reply's lines are grounded, then counted for the information they carry.
+    """
+    undated = _DATE_PHRASE.sub(" ", line_content(line))
     names = {n.casefold() for n in _NAME.findall(undated) if n.casefold() not in _NOT_NAMES}
     numbers = {
         n.replace(",", "")
         for n in _NUMBER.findall(undated)
         if not (len(n) == 4 and n.startswith(("19", "20")))
     }
-    return names, numbers, content_terms(undated)
+    return frozenset(names), frozenset(numbers), frozenset(content_terms(undated))
 
 
 @dataclass(frozen=True)
@@ -198,6 +202,11 @@ class Sources:
     def __init__(self, texts: Sequence[str]) -> None:
         self.texts = list(texts)
         self._terms = [content_terms(t) for t in self.texts]
+        # each message's terms with the next one's: a line may be supported by a message pair
+        self._pairs = [
+            here | self._terms[index + 1] if index + 1 < len(self._terms) else here
+            for index, here in enumerate(self._terms)
+        ]
         joined = "\n".join(self.texts)
         self._words = {w.casefold() for w in _WORD.findall(joined)}
         self._numbers = _numbers(joined)
@@ -214,13 +223,12 @@ class Sources:
 
     def ground(self, line: str, *, min_overlap: float) -> Grounding:
         """How the batch supports ``line``; grounded at ``min_overlap`` of its content words."""
-        names, numbers, terms = _claims(line_content(line))
+        names, numbers, terms = _claims(line)
         missing_names = sum(1 for n in names if not self.has_name(n))
         missing_numbers = len(numbers - self._numbers)
         best, support = 0.0, None
         if terms:
-            for index, here in enumerate(self._terms):
-                pair = here | self._terms[index + 1] if index + 1 < len(self._terms) else here
+            for index, (here, pair) in enumerate(zip(self._terms, self._pairs, strict=True)):
                 share = len(terms & here) / len(terms)
                 paired = len(terms & pair) / len(terms)
                 if share > best:
@@ -240,7 +248,7 @@ class Sources:
         """The names, numbers and content stems of ``lines`` that the batch also holds."""
         found: set[str] = set()
         for line in lines:
-            names, numbers, terms = _claims(line_content(line))
+            names, numbers, terms = _claims(line)
             known_names = {n for n in names if self.has_name(n)}
             found |= {f"name:{n}" for n in known_names}
             found |= {f"num:{n}" for n in numbers & self._numbers}

@@ -145,6 +145,8 @@ class StreamCut:
         self._tokens = 0
         self._keys: list[tuple[str, int]] = []
         """(key, start offset) of every counted line."""
+        self._key_list: list[str] = []
+        """The keys of ``_keys`` alone."""
         self._seen: Counter[str] = Counter()
         self._excused: dict[tuple[str, ...], int] = {}
 
@@ -199,6 +201,7 @@ class StreamCut:
             key = _key(line, self._source is not None)
             if key:
                 self._keys.append((key, offset))
+                self._key_list.append(key)
                 self._seen[key] += 1
                 if self._run_loop() or self._scattered_loop(key):
                     return
@@ -215,9 +218,11 @@ class StreamCut:
             self._stop("budget", len(self.text), None)
 
     def _run_loop(self) -> bool:
-        keys = [key for key, _ in self._keys]
+        keys = self._key_list
         n = len(keys)
         for period in range(1, min(MAX_PERIOD, n // 2) + 1):
+            if keys[n - 1 - period] != keys[n - 1]:
+                continue  # the newest line does not come back at this period
             unit = keys[n - period :]
             # A long block written twice in a row is already a loop; a short one, three times.
             need = 2 if sum(len(k) for k in unit) >= LONG_UNIT_CHARS else RUN_REPEATS
@@ -247,6 +252,8 @@ class StreamCut:
         masked = _mask(line.rstrip())
         size = len(masked)
         for unit in range(MIN_UNIT_CHARS, min(MAX_UNIT_CHARS, size // RUN_REPEATS) + 1):
+            if masked[size - 1 - unit] != masked[size - 1]:
+                continue  # the last character does not come back at this distance
             piece = masked[size - unit :]
             if not piece.strip() or masked[size - 2 * unit : size - unit] != piece:
                 continue
