@@ -154,12 +154,16 @@ def line_content(line: str) -> str:
 
 def content_terms(text: str) -> set[str]:
     """The stems of the content words of ``text`` (stop words and observation verbs dropped)."""
-    out: set[str] = set()
-    for word in _WORD.findall(text):
-        folded = word.casefold().replace("’", "'").removesuffix("'s")
-        if len(folded) > 2 and folded not in _STOPWORDS and folded not in _META:
-            out.add(_stem(folded))
-    return out
+    return {term for word in _WORD.findall(text) if (term := _term(word)) is not None}
+
+
+@functools.lru_cache(maxsize=16_384)
+def _term(word: str) -> str | None:
+    """A word's stem, or ``None`` for a stop word, an observation verb or a short word."""
+    folded = word.casefold().replace("’", "'").removesuffix("'s")
+    if len(folded) > 2 and folded not in _STOPWORDS and folded not in _META:
+        return _stem(folded)
+    return None
 
 
 @functools.lru_cache(maxsize=4096)

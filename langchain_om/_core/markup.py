@@ -105,7 +105,8 @@ def neutralise(
             hints; turn it off for an observation log, whose headers are real.
     """
     tag_re, line_re = _options(tags, openings, dates)
-    out = tag_re.sub(lambda m: "\\" + m.group(1) + m.group(2), text)
+    # a tag needs a "<": most texts have none, and the pattern is tried at every position
+    out = tag_re.sub(lambda m: "\\" + m.group(1) + m.group(2), text) if "<" in text else text
     if line_re is not None:
         out = line_re.sub(lambda m: m.group(1) + "\\" + m.group(2) + m.group(3), out)
     return out
@@ -126,4 +127,6 @@ def restore(
             lambda m: m.group(1) + m.group(2)[1:] + m.group(3) if m.group(2) else m.group(0),
             out,
         )
+    if "<" not in out:
+        return out
     return tag_re.sub(lambda m: m.group(1)[1:] + m.group(2) if m.group(1) else m.group(0), out)
