@@ -16,6 +16,7 @@ called with. To follow a provider's change of policy, edit the table.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -76,6 +77,7 @@ CACHE_TTL_RULES: tuple[CacheTTLRule, ...] = (
 """The table, first match wins. Keep more specific rows above the general row of a provider."""
 
 
+@functools.lru_cache(maxsize=256)
 def auto_ttl_ms(model_id: str | None, *, retention: str | None = None) -> int:
     """The prompt-cache lifetime for the actor model ``provider/model``, in milliseconds.
 
@@ -86,7 +88,7 @@ def auto_ttl_ms(model_id: str | None, *, retention: str | None = None) -> int:
 
     Returns:
         The lifetime of the first matching row of :data:`CACHE_TTL_RULES`, else
-        :data:`DEFAULT_TTL_MS`.
+        :data:`DEFAULT_TTL_MS`. Memoised (the table is fixed): every step asks.
     """
     if not model_id:
         return DEFAULT_TTL_MS
