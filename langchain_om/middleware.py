@@ -327,9 +327,10 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         """The agent's system message with ``context``'s parts after it, memoised.
 
         A context is rendered once per content, and the agent's own system message is the same
-        object at every call, so the message is built once for the pair. A hit is handed out
-        again only while it is as built (another middleware may change a request's system
-        message in place): its parts the same objects, and nothing else set on it.
+        object at every call, so the message is built once for the pair (runs on several
+        threads may send the same message object). A hit is handed out again only while it and
+        the agent's system message are as built (another middleware may change a request's
+        system message in place): the same blocks with the same values, nothing else set on it.
         """
         system = request.system_message
         key = (id(context), id(system))
@@ -341,10 +342,7 @@ class ObservationalMemoryMiddleware(AgentMiddleware[ObservationalMemoryState, An
         blocks: list[Any] = [{"type": "text", "text": own}] if isinstance(own, str) else []
         if isinstance(own, list):
             blocks.extend(own)
-        blocks += [
-            {"type": "text", "text": part["text"]}
-            for part in text_parts(context.blocks, first=not blocks)
-        ]
+        blocks += text_parts(context.blocks, first=not blocks)
         message = SystemMessage(content=blocks)
         sent = cast("list[Any]", message.content)  # validation copies the list and its blocks
         own_blocks = _copies(own) if isinstance(own, list) else None
